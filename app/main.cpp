@@ -1,0 +1,3 @@
+#include <iostream>
+#include "runtime/capabilities.h"
+int main() { std::cout << tfm::describe(tfm::probe_capabilities()); }

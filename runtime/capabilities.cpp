@@ -1,0 +1,54 @@
+#include "runtime/capabilities.h"
+
+#include <sstream>
+
+#include <ATen/Context.h>
+#include <ATen/cpu/Utils.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+namespace tfm {
+namespace {
+
+bool cpu_flag(const std::unordered_map<std::string, c10::IValue>& caps, const char* name) {
+  const auto it = caps.find(name);
+  return it != caps.end() && it->second.isBool() && it->second.toBool();
+}
+
+std::string cuda_version_string(long version) {
+  // CUDART encodes 13.2 as 13020.
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace
+
+Capabilities probe_capabilities() {
+  Capabilities caps;
+  caps.tfm_version = TFM_VERSION;
+  caps.torch_version = TORCH_VERSION;
+  const auto& cuda_hooks = at::detail::getCUDAHooks();
+  caps.cuda_built = cuda_hooks.hasCUDART();
+  if (caps.cuda_built) caps.cuda_runtime_version = cuda_hooks.versionCUDART();
+  caps.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  const auto cpu = at::cpu::get_cpu_capabilities();
+  caps.cpu_bf16 = cpu_flag(cpu, "avx512_bf16") || cpu_flag(cpu, "amx_bf16");
+  caps.cuda_bf16 = caps.cuda_devices > 0 && cuda_hooks.supportsBFloat16ConvolutionWithCuDNNv8();
+  return caps;
+}
+
+std::string describe(const Capabilities& caps) {
+  std::ostringstream out;
+  out << "tfm " << caps.tfm_version << "\n"
+      << "LibTorch " << caps.torch_version << "\n"
+      << "CUDA: " << (caps.cuda_built ? "built with CUDA runtime " + cuda_version_string(caps.cuda_runtime_version)
+                                       : std::string("not built in"))
+      << "; " << (caps.cuda_devices > 0 ? std::to_string(caps.cuda_devices) + " device(s) usable"
+                                         : std::string("no usable device here"))
+      << "\n"
+      << "bf16: cpu " << (caps.cpu_bf16 ? "yes (native AVX512-BF16/AMX)" : "no (emulated, slower than fp32)")
+      << ", cuda " << (caps.cuda_bf16 ? "yes" : "no") << "\n";
+  return out.str();
+}
+
+}  // namespace tfm

@@ -1,0 +1,22 @@
+#pragma once
+#include <string>
+
+namespace tfm {
+
+/// What this build and this machine can do; `tfm --version` prints it.
+struct Capabilities {
+  std::string tfm_version;
+  std::string torch_version;
+  bool cuda_built = false;      // LibTorch was compiled with CUDA and its CUDA library is loaded
+  long cuda_runtime_version = 0;  // e.g. 13020 for CUDA 13.2
+  int cuda_devices = 0;         // usable CUDA devices now (0 without GPU or driver)
+  bool cpu_bf16 = false;        // CPU has native bf16 matmul (AVX512-BF16 or AMX)
+  bool cuda_bf16 = false;       // first CUDA device supports bf16 (compute capability >= 8.0)
+};
+
+Capabilities probe_capabilities();
+
+/// Multi-line human-readable summary, one fact per line.
+std::string describe(const Capabilities& caps);
+
+}  // namespace tfm
