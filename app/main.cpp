@@ -1,3 +1,102 @@
+// tfm: Transformer neural machine translation on LibTorch. Thin front end over tfm_core:
+// parse the command line, set up logging and threads, run one subcommand, map errors to exit codes.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <iostream>
+#include <stdexcept>
+
+#include <c10/util/Exception.h>
+
+#include "app/command.h"
+#include "app/exit_codes.h"
 #include "runtime/capabilities.h"
-int main() { std::cout << tfm::describe(tfm::probe_capabilities()); }
+#include "runtime/threads.h"
+
+#ifdef TFM_WITH_JEMALLOC
+// Keep freed memory in jemalloc instead of returning it to the OS: on virtual machines
+// re-faulting pages costs ~10 us per 4 KiB and made training steps several times slower.
+extern "C" {
+const char* malloc_conf = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+}
+#endif
+
+namespace {
+
+struct GlobalOptions {
+  std::string log_level = "info";
+  int threads = 0;
+};
+
+void set_up_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("tfm");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S] %^%l%$ %v");
+  logger->set_level(spdlog::level::from_str(level));
+  spdlog::set_default_logger(logger);
+}
+
+/// The first line of an exception message (LibTorch appends multi-line backtraces).
+std::string first_line(const char* message) {
+  const std::string text(message);
+  return text.substr(0, text.find('\n'));
+}
+
+int fail(const CLI::App& app, int code, const std::string& message) {
+  std::string command = "tfm";
+  for (const CLI::App* sub = &app; sub != nullptr;) {
+    const auto chosen = sub->get_subcommands();
+    sub = chosen.empty() ? nullptr : chosen.front();
+    if (sub != nullptr) command += " " + sub->get_name();
+  }
+  std::cerr << command << ": error: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tfm: Transformer neural machine translation (Vaswani et al., 2017) on LibTorch", "tfm"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { auto text = tfm::describe(tfm::probe_capabilities()); text.pop_back(); return text; },
+                       "Print tfm's and LibTorch's versions and whether CUDA and bf16 are usable here");
+  app.set_config("--config", "", "Read options from a TOML/INI file ([train], [translate] ... sections); "
+                 "command-line flags override it");
+  GlobalOptions global;
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off (logs go to stderr)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.add_option("--threads", global.threads, "CPU threads for LibTorch (0 = all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  tfm::CommandAction action;
+  tfm::add_tokenizer_command(app, action);
+  tfm::add_train_command(app, action);
+  tfm::add_translate_command(app, action);
+  tfm::add_eval_command(app, action);
+  for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();  // global flags after the command
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: print to stdout, exit 0
+  } catch (const CLI::ParseError& e) {
+    return fail(app, tfm::kExitUsageError, first_line(e.what()) + " (see --help)");
+  }
+
+  set_up_logging(global.log_level);
+  try {
+    const int threads = tfm::configure_threads(global.threads);
+    spdlog::debug("LibTorch intra-op threads: {}", threads);
+    action();
+    return tfm::kExitOk;
+  } catch (const std::invalid_argument& e) {
+    return fail(app, tfm::kExitUsageError, first_line(e.what()));
+  } catch (const c10::Error& e) {
+    return fail(app, tfm::kExitInternalError, first_line(e.what_without_backtrace()));
+  } catch (const std::runtime_error& e) {
+    return fail(app, tfm::kExitInputError, first_line(e.what()));
+  } catch (const std::exception& e) {
+    return fail(app, tfm::kExitInternalError, first_line(e.what()));
+  }
+}

@@ -1,5 +1,6 @@
 #include "data/line_reader.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -17,9 +18,11 @@ struct LineReader::Handle {
   bool eof = false;
 };
 
-LineReader::LineReader(const std::string& path) : handle_(std::make_unique<Handle>()), path_(path) {
+LineReader::LineReader(const std::string& path)
+    : handle_(std::make_unique<Handle>()), path_(path == "-" ? "<stdin>" : path) {
   errno = 0;
-  handle_->file = gzopen(path.c_str(), "rb");
+  // gzdopen takes ownership of the descriptor it is given, so standard input is duplicated.
+  handle_->file = path == "-" ? gzdopen(dup(STDIN_FILENO), "rb") : gzopen(path.c_str(), "rb");
   if (handle_->file == nullptr) {
     const std::string reason = errno != 0 ? std::strerror(errno) : "cannot open";
     throw std::runtime_error(path + ": " + reason);

@@ -7,6 +7,7 @@ namespace tfm {
 
 /// Reads a text file one line at a time; gzip-compressed files (any name) are decompressed
 /// transparently. The line ending ("\n", or "\r\n") is removed; nothing else is changed.
+/// The path "-" reads standard input (named "<stdin>" in messages).
 /// Errors are std::runtime_error naming the file (and line, once reading has started).
 class LineReader {
  public:

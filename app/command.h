@@ -1,0 +1,19 @@
+#pragma once
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace tfm {
+
+/// What a subcommand does once the command line is parsed. main() runs it inside one
+/// try/catch so every error becomes a one-line message and a documented exit code:
+/// std::invalid_argument = usage error, std::runtime_error = input or file error.
+using CommandAction = std::function<void()>;
+
+/// Each registers one subcommand under `app` and, when the user picks it, sets `action`.
+void add_tokenizer_command(CLI::App& app, CommandAction& action);
+void add_train_command(CLI::App& app, CommandAction& action);
+void add_translate_command(CLI::App& app, CommandAction& action);
+void add_eval_command(CLI::App& app, CommandAction& action);
+
+}  // namespace tfm

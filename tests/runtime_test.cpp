@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
+
+#include "runtime/capabilities.h"
+#include "runtime/device.h"
+#include "runtime/threads.h"
+
+namespace tfm {
+namespace {
+
+TEST(Device, ParsesCpuAndAuto) {
+  EXPECT_EQ(resolve_device("cpu"), torch::Device(torch::kCPU));
+  const auto automatic = resolve_device("auto");
+  EXPECT_EQ(automatic.is_cuda(), torch::cuda::is_available());
+}
+
+TEST(Device, RejectsMalformedValues) {
+  EXPECT_THROW(resolve_device("gpu"), std::invalid_argument);
+  EXPECT_THROW(resolve_device("cuda:"), std::invalid_argument);
+  EXPECT_THROW(resolve_device("cuda:x"), std::invalid_argument);
+  EXPECT_THROW(resolve_device("CPU"), std::invalid_argument);
+}
+
+TEST(Device, CudaWithoutGpuIsAClearError) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has CUDA; the no-GPU error cannot be checked";
+  try {
+    resolve_device("cuda:0");
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("CUDA is not usable"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Threads, SetsRequestedCountAndDefaultsToAllCores) {
+  EXPECT_EQ(configure_threads(1), 1);
+  EXPECT_EQ(configure_threads(0), available_cores());
+}
+
+TEST(Capabilities, ReportsVersions) {
+  const auto caps = probe_capabilities();
+  EXPECT_FALSE(caps.torch_version.empty());
+  EXPECT_EQ(caps.tfm_version, TFM_VERSION);
+  EXPECT_NE(describe(caps).find("LibTorch " + caps.torch_version), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm
