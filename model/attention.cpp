@@ -1,0 +1,92 @@
+#include "model/attention.h"
+
+#include <torch/torch.h>
+
+namespace tfm {
+
+torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
+                     double dropout, bool training) {
+  torch::Tensor weights;
+  if (mask.defined()) {
+    weights = torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
+    // A row with every key masked is all -inf and softmaxes to NaN; it attends to nothing instead.
+    const auto has_key = mask.any(-1, /*keepdim=*/true);  // [B|1, H|1, T|1, 1]
+    weights = weights.masked_fill(has_key.logical_not(), 0.0);
+  } else {
+    weights = torch::softmax(scores, -1);
+  }
+  weights = torch::dropout(weights, dropout, training);
+  return torch::matmul(weights, v);  // [B, H, T, Dh]
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options_) : options(options_) {
+  const int64_t d = options.d_model();
+  TORCH_CHECK(d % options.heads() == 0, "d_model must be divisible by heads");
+  if (options.self_attention()) {
+    in_proj = register_module("in_proj", torch::nn::Linear(d, 3 * d));
+    // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
+    torch::NoGradGuard no_grad;
+    for (const auto& block : in_proj->weight.chunk(3, 0)) torch::nn::init::xavier_uniform_(block);
+    in_proj->bias.zero_();
+  } else {
+    q_proj = register_module("q_proj", torch::nn::Linear(d, d));
+    kv_proj = register_module("kv_proj", torch::nn::Linear(d, 2 * d));
+    torch::NoGradGuard no_grad;
+    torch::nn::init::xavier_uniform_(q_proj->weight);
+    for (const auto& block : kv_proj->weight.chunk(2, 0)) torch::nn::init::xavier_uniform_(block);
+    q_proj->bias.zero_();
+    kv_proj->bias.zero_();
+  }
+  out_proj = register_module("out_proj", torch::nn::Linear(d, d));
+  {
+    torch::NoGradGuard no_grad;
+    torch::nn::init::xavier_uniform_(out_proj->weight);
+    out_proj->bias.zero_();
+  }
+  scorer = register_module("scorer", AttentionScorer(options.score(), options.heads(), d / options.heads()));
+}
+
+std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tensor& projected, int64_t n) const {
+  const int64_t batch = projected.size(0);
+  const int64_t time = projected.size(1);
+  const int64_t heads = options.heads();
+  const int64_t head_dim = options.d_model() / heads;
+  // [B, T, n*D] -> [B, T, n, H, Dh] -> [n, B, H, T, Dh]
+  return projected.view({batch, time, n, heads, head_dim}).permute({2, 0, 3, 1, 4}).unbind(0);
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x) {
+  const auto parts = split_heads(in_proj(x), 3);
+  return {parts[0], parts[1], parts[2]};
+}
+
+torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x) { return split_heads(q_proj(x), 1)[0]; }
+
+std::tuple<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_kv(const torch::Tensor& memory) {
+  const auto parts = split_heads(kv_proj(memory), 2);
+  return {parts[0], parts[1]};
+}
+
+torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
+                                                   const torch::Tensor& v, const torch::Tensor& mask) {
+  const auto context = attend(scorer(q, k), v, mask, options.dropout(), is_training());  // [B, H, T, Dh]
+  const int64_t batch = context.size(0);
+  const int64_t time = context.size(2);
+  // Concat(head_1, ..., head_h) W^O: [B, H, T, Dh] -> [B, T, H*Dh]
+  return out_proj(context.transpose(1, 2).reshape({batch, time, options.d_model()}));
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  TORCH_CHECK(options.self_attention(), "cross-attention needs a memory argument");
+  const auto [q, k, v] = project_qkv(x);
+  return attend_heads(q, k, v, mask);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                              const torch::Tensor& mask) {
+  TORCH_CHECK(!options.self_attention(), "self-attention takes no memory argument");
+  const auto [k, v] = project_kv(memory);
+  return attend_heads(project_q(x), k, v, mask);
+}
+
+}  // namespace tfm

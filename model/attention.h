@@ -1,0 +1,67 @@
+#pragma once
+#include <cstdint>
+#include <tuple>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/attention_score.h"
+#include "model/model_config.h"
+
+namespace tfm {
+
+/// §3.2.1: softmax(scores) V, where masked scores are -inf before the softmax. A query whose
+/// keys are all masked gets zero weights (not NaN).
+/// scores: [B, H, T, S], v: [B, H, S, Dh], mask: bool broadcastable to [B, H, T, S] or undefined
+/// -> [B, H, T, Dh]
+torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
+                     double dropout, bool training);
+
+/// §3.2.2 Multi-Head Attention.
+struct MultiHeadAttentionOptions {
+  MultiHeadAttentionOptions(int64_t d_model, int64_t heads) : d_model_(d_model), heads_(heads) {}
+  TORCH_ARG(int64_t, d_model);
+  TORCH_ARG(int64_t, heads);
+  TORCH_ARG(double, dropout) = 0.0;  // on attention weights
+  TORCH_ARG(AttentionScore, score) = AttentionScore::kScaledDot;
+  /// Self-attention projects Q, K and V from one input with one fused [3D, D] matrix;
+  /// cross-attention projects Q from the decoder and K, V (fused [2D, D]) from the encoder.
+  TORCH_ARG(bool, self_attention) = true;
+};
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options);
+
+  /// Self-attention. x: [B, T, D], mask: broadcastable to [B, H, T, T] -> [B, T, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  /// Cross-attention. x: [B, T, D], memory: [B, S, D], mask: broadcastable to [B, H, T, S] -> [B, T, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& mask);
+
+  // Pieces for incremental decoding, where keys and values are cached between steps.
+  /// Self-attention: x [B, T, D] -> q, k, v each [B, H, T, Dh]
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> project_qkv(const torch::Tensor& x);
+  /// Cross-attention: x [B, T, D] -> q [B, H, T, Dh]
+  torch::Tensor project_q(const torch::Tensor& x);
+  /// Cross-attention: memory [B, S, D] -> k, v each [B, H, S, Dh]
+  std::tuple<torch::Tensor, torch::Tensor> project_kv(const torch::Tensor& memory);
+  /// q [B, H, T, Dh], k, v [B, H, S, Dh] -> [B, T, D] (heads concatenated, then W^O)
+  torch::Tensor attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& mask);
+
+  MultiHeadAttentionOptions options;
+  torch::nn::Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]
+  torch::nn::Linear q_proj{nullptr};    // cross-attention: W^Q, [D, D]
+  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [W^K; W^V], [2D, D]
+  torch::nn::Linear out_proj{nullptr};  // W^O, [D, D]
+  AttentionScorer scorer{nullptr};
+
+ private:
+  /// [B, T, n*D] -> n tensors of [B, H, T, Dh]
+  std::vector<torch::Tensor> split_heads(const torch::Tensor& projected, int64_t n) const;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace tfm

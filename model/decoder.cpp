@@ -1,0 +1,94 @@
+#include "model/decoder.h"
+
+#include <torch/torch.h>
+
+#include "model/encoder.h"
+#include "model/masks.h"
+
+namespace tfm {
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config) : config_(config) {
+  const auto attention = MultiHeadAttentionOptions(config.d_model, config.heads)
+                             .dropout(config.attention_dropout)
+                             .score(config.score);
+  self_attention = register_module("self_attention", MultiHeadAttention(MultiHeadAttentionOptions(attention)
+                                                                             .self_attention(true)));
+  cross_attention = register_module("cross_attention", MultiHeadAttention(MultiHeadAttentionOptions(attention)
+                                                                               .self_attention(false)));
+  feed_forward = register_module("feed_forward", FeedForward(config.d_model, config.d_ff, config.relu_dropout));
+  self_attention_norm = register_module("self_attention_norm", make_layer_norm(config.d_model));
+  cross_attention_norm = register_module("cross_attention_norm", make_layer_norm(config.d_model));
+  feed_forward_norm = register_module("feed_forward_norm", make_layer_norm(config.d_model));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                        const torch::Tensor& self_mask, const torch::Tensor& memory_mask) {
+  auto h = residual(x, self_attention_norm, config_, is_training(),
+                    [&](const torch::Tensor& in) { return self_attention->forward(in, self_mask); });
+  h = residual(h, cross_attention_norm, config_, is_training(),
+               [&](const torch::Tensor& in) { return cross_attention->forward(in, memory, memory_mask); });
+  return residual(h, feed_forward_norm, config_, is_training(),
+                  [&](const torch::Tensor& in) { return feed_forward->forward(in); });
+}
+
+torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask,
+                                     int64_t step) {
+  auto self_attend = [&](const torch::Tensor& in) {
+    auto [q, k, v] = self_attention->project_qkv(in);  // each [N, H, 1, Dh]
+    cache.self_k = cache.self_k.defined() ? torch::cat({cache.self_k, k}, 2) : k;  // [N, H, step+1, Dh]
+    cache.self_v = cache.self_v.defined() ? torch::cat({cache.self_v, v}, 2) : v;
+    // Earlier positions only exist in the cache, so causality needs no mask; a window does.
+    torch::Tensor mask;
+    if (config_.attention_window > 0) {
+      mask = window_mask(1, step + 1, config_.attention_window, step, in.device());  // [1, 1, 1, step+1]
+    }
+    return self_attention->attend_heads(q, cache.self_k, cache.self_v, mask);
+  };
+  auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
+  h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
+    return cross_attention->attend_heads(cross_attention->project_q(in), cache.memory_k, cache.memory_v,
+                                         memory_mask);
+  });
+  return residual(h, feed_forward_norm, config_, is_training(),
+                  [&](const torch::Tensor& in) { return feed_forward->forward(in); });
+}
+
+DecoderImpl::DecoderImpl(const ModelConfig& config) : config_(config) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.decoder_layers; ++i) layers->push_back(DecoderLayer(config));
+  if (config.norm == NormPlacement::kPre) final_norm = register_module("final_norm", make_layer_norm(config.d_model));
+}
+
+torch::Tensor DecoderImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                   const torch::Tensor& memory_mask) {
+  const int64_t length = x.size(1);
+  auto self_mask = causal_mask(length, x.device());  // [1, 1, T, T]
+  if (config_.attention_window > 0) {
+    self_mask = self_mask & window_mask(length, length, config_.attention_window, 0, x.device());
+  }
+  auto h = x;
+  for (const auto& layer : *layers) h = layer->as<DecoderLayer>()->forward(h, memory, self_mask, memory_mask);
+  return final_norm ? final_norm(h) : h;
+}
+
+DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor& memory_mask) {
+  DecoderState state;
+  state.memory_mask = memory_mask;
+  for (const auto& layer : *layers) {
+    LayerCache cache;
+    std::tie(cache.memory_k, cache.memory_v) = layer->as<DecoderLayer>()->cross_attention->project_kv(memory);
+    state.layers.push_back(std::move(cache));
+  }
+  return state;
+}
+
+torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
+  auto h = x;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_mask, state.step);
+  }
+  ++state.step;
+  return final_norm ? final_norm(h) : h;
+}
+
+}  // namespace tfm

@@ -1,0 +1,58 @@
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/attention.h"
+#include "model/decoder_state.h"
+#include "model/feed_forward.h"
+#include "model/model_config.h"
+
+namespace tfm {
+
+/// §3.1: one decoder layer: masked self-attention, encoder-decoder attention, feed-forward.
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& config);
+  /// Teacher forcing. x: [B, T, D], memory: [B, S, D], self_mask: broadcastable to [B, H, T, T],
+  /// memory_mask: [B, 1, 1, S] -> [B, T, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& self_mask,
+                        const torch::Tensor& memory_mask);
+  /// One incremental step. x: [N, 1, D] at position `step`; appends this position's keys and
+  /// values to `cache` -> [N, 1, D]
+  torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask, int64_t step);
+
+  MultiHeadAttention self_attention{nullptr};
+  MultiHeadAttention cross_attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  torch::nn::LayerNorm self_attention_norm{nullptr};
+  torch::nn::LayerNorm cross_attention_norm{nullptr};
+  torch::nn::LayerNorm feed_forward_norm{nullptr};
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(DecoderLayer);
+
+/// §3.1: a stack of N decoder layers (plus a final LayerNorm with pre-norm).
+class DecoderImpl : public torch::nn::Module {
+ public:
+  explicit DecoderImpl(const ModelConfig& config);
+  /// x: embedded target prefix [B, T, D], memory: [B, S, D], memory_mask: [B, 1, 1, S] -> [B, T, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_mask);
+  /// Projects the encoder output for every layer's cross-attention, once per sentence.
+  DecoderState start(const torch::Tensor& memory, const torch::Tensor& memory_mask);
+  /// x: embedded last token [N, 1, D] -> [N, 1, D]; advances state.step.
+  torch::Tensor step(const torch::Tensor& x, DecoderState& state);
+
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(Decoder);
+
+}  // namespace tfm

@@ -1,0 +1,27 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace tfm {
+
+/// Keys and values one decoder layer keeps between incremental steps.
+struct LayerCache {
+  torch::Tensor self_k, self_v;      // [N, H, t, Dh]: grows by one position per step
+  torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
+};
+
+/// Everything incremental decoding carries from one step to the next. Rows are hypotheses
+/// (N = sentences x beam); beam search reorders, repeats or drops rows with reorder().
+struct DecoderState {
+  std::vector<LayerCache> layers;
+  torch::Tensor memory_mask;  // [N, 1, 1, S]: true for real source tokens
+  int64_t step = 0;           // target tokens consumed so far (the next token's position)
+
+  /// Keeps rows `rows` ([N'] int64 indices into the current rows, repeats allowed), in that order.
+  void reorder(const torch::Tensor& rows);
+  int64_t rows() const { return memory_mask.size(0); }
+};
+
+}  // namespace tfm

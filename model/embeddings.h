@@ -1,0 +1,40 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/model_config.h"
+
+namespace tfm {
+
+/// §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+/// Positions first .. first+length-1 -> [length, d_model] (float32, on `device`).
+torch::Tensor sinusoidal_positions(int64_t first, int64_t length, int64_t d_model, const torch::Device& device);
+
+/// §3.4 and §3.5: token embeddings scaled by sqrt(d_model) plus positions, then dropout.
+/// The token matrix may be shared with other embeddings and the output projection (§3.4), so
+/// its owner registers it; this module only uses it (a matrix registered twice would be counted
+/// and updated twice).
+class TokenAndPositionImpl : public torch::nn::Module {
+ public:
+  TokenAndPositionImpl(const ModelConfig& config, torch::nn::Embedding tokens);
+  /// ids: [B, T]; positions start at `first_position` (> 0 in incremental decoding) -> [B, T, D]
+  torch::Tensor forward(const torch::Tensor& ids, int64_t first_position = 0);
+
+  torch::nn::Embedding tokens{nullptr};     // [V, D], registered by the owner, possibly shared
+  torch::nn::Embedding positions{nullptr};  // learned positions only: [max_positions, D]
+
+ private:
+  ModelConfig config_;
+  double scale_;
+};
+TORCH_MODULE(TokenAndPosition);
+
+/// A [V, D] embedding initialised N(0, D^-1/2) (so scaled embeddings have unit variance),
+/// with the padding row zero and kept out of the gradient.
+torch::nn::Embedding make_token_embedding(int64_t vocab_size, int64_t d_model);
+
+}  // namespace tfm

@@ -1,0 +1,59 @@
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/attention.h"
+#include "model/feed_forward.h"
+#include "model/model_config.h"
+
+namespace tfm {
+
+/// x + Dropout(Sublayer(x)) with LayerNorm after (post-norm, §3.1, §5.4) or before the sub-layer (pre-norm).
+template <typename Sublayer>
+torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config,
+                       bool training, Sublayer&& sublayer) {
+  if (config.norm == NormPlacement::kPre) {
+    return x + torch::dropout(sublayer(norm(x)), config.dropout, training);
+  }
+  return norm(x + torch::dropout(sublayer(x), config.dropout, training));
+}
+
+/// §3.1: one encoder layer, self-attention then feed-forward.
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit EncoderLayerImpl(const ModelConfig& config);
+  /// x: [B, S, D], mask: broadcastable to [B, H, S, S] -> [B, S, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+
+  MultiHeadAttention self_attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  torch::nn::LayerNorm self_attention_norm{nullptr};
+  torch::nn::LayerNorm feed_forward_norm{nullptr};
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(EncoderLayer);
+
+/// §3.1: a stack of N encoder layers (plus a final LayerNorm with pre-norm).
+class EncoderImpl : public torch::nn::Module {
+ public:
+  explicit EncoderImpl(const ModelConfig& config);
+  /// x: embedded source [B, S, D], mask: [B, 1, 1, S] -> [B, S, D]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(Encoder);
+
+/// LayerNorm over the last dimension of size d_model.
+torch::nn::LayerNorm make_layer_norm(int64_t d_model);
+
+}  // namespace tfm

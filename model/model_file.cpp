@@ -1,0 +1,142 @@
+#include "model/model_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+namespace tfm {
+namespace {
+
+constexpr const char* kMagic = "tfm-model";
+
+std::string shape_string(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << sizes;
+  return out.str();
+}
+
+/// Every parameter and buffer by its dotted name, e.g. "decoder.layers.0.feed_forward.w1.weight".
+std::vector<std::pair<std::string, torch::Tensor>> named_state(Transformer& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& item : model->named_parameters()) state.emplace_back(item.key(), item.value());
+  for (const auto& item : model->named_buffers()) state.emplace_back(item.key(), item.value());
+  return state;
+}
+
+torch::Tensor bytes_to_tensor(const std::string& bytes) {
+  auto tensor = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
+  return tensor;
+}
+
+std::string tensor_to_bytes(const torch::Tensor& tensor) {
+  const auto cpu = tensor.to(torch::kCPU).contiguous();
+  return std::string(static_cast<const char*>(cpu.data_ptr()), static_cast<size_t>(cpu.numel()));
+}
+
+c10::IValue read_value(torch::serialize::InputArchive& archive, const std::string& key, const std::string& origin) {
+  c10::IValue value;
+  if (!archive.try_read(key, value)) throw std::runtime_error(origin + ": not a tfm model file (no '" + key + "')");
+  return value;
+}
+
+void load_weights(torch::serialize::InputArchive& weights, Transformer& model, const std::string& origin) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> expected;
+  for (auto& [name, tensor] : named_state(model)) {
+    expected.insert(name);
+    torch::Tensor stored;
+    if (!weights.try_read(name, stored)) {
+      throw std::runtime_error(origin + ": missing tensor " + name + " (the file does not match its own config)");
+    }
+    if (stored.sizes() != tensor.sizes()) {
+      throw std::runtime_error(origin + ": tensor " + name + " has shape " + shape_string(stored.sizes()) +
+                               ", the model built from its config expects " + shape_string(tensor.sizes()));
+    }
+    tensor.copy_(stored);
+  }
+  for (const auto& key : weights.keys()) {
+    if (expected.count(key) == 0) throw std::runtime_error(origin + ": unexpected tensor " + key);
+  }
+}
+
+}  // namespace
+
+void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto) {
+  archive.write("format", c10::IValue(std::string(kMagic)));
+  archive.write("format_version", c10::IValue(kModelFormatVersion));
+  archive.write("model_config", c10::IValue(nlohmann::json(model->config()).dump()));
+  archive.write("tokenizer", bytes_to_tensor(tokenizer_proto));
+  torch::serialize::OutputArchive weights;
+  for (const auto& [name, tensor] : named_state(model)) weights.write(name, tensor.detach().to(torch::kCPU));
+  archive.write("weights", weights);
+}
+
+LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
+                       const torch::Device& device) {
+  if (read_value(archive, "format", origin).toStringRef() != kMagic) {
+    throw std::runtime_error(origin + ": not a tfm model file");
+  }
+  const int64_t version = read_value(archive, "format_version", origin).toInt();
+  if (version != kModelFormatVersion) {
+    throw std::runtime_error(origin + ": format version " + std::to_string(version) + ", this build reads " +
+                             std::to_string(kModelFormatVersion));
+  }
+  LoadedModel loaded;
+  try {
+    loaded.config = nlohmann::json::parse(read_value(archive, "model_config", origin).toStringRef());
+  } catch (const std::exception& error) {
+    throw std::runtime_error(origin + ": unreadable model config (" + error.what() + ")");
+  }
+  torch::Tensor tokenizer;
+  archive.read("tokenizer", tokenizer);
+  loaded.tokenizer_proto = tensor_to_bytes(tokenizer);
+  loaded.model = Transformer(loaded.config);
+  torch::serialize::InputArchive weights;
+  if (!archive.try_read("weights", weights)) throw std::runtime_error(origin + ": no weights");
+  load_weights(weights, loaded.model, origin);
+  loaded.model->to(device);
+  return loaded;
+}
+
+torch::serialize::InputArchive open_archive(const std::string& path, const torch::Device& device) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path, device);
+  } catch (const c10::Error& error) {
+    const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": cannot read model file (" + message.substr(0, message.find('\n')) + ")");
+  }
+  return archive;
+}
+
+void save_archive(torch::serialize::OutputArchive& archive, const std::string& path) {
+  const std::string temporary = path + ".tmp";
+  try {
+    archive.save_to(temporary);
+  } catch (const c10::Error& error) {
+    const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": cannot write (" + message.substr(0, message.find('\n')) + ")");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error(path + ": cannot rename " + temporary + " into place");
+  }
+}
+
+void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto) {
+  torch::serialize::OutputArchive archive;
+  write_model(archive, model, tokenizer_proto);
+  save_archive(archive, path);
+}
+
+LoadedModel load_model_file(const std::string& path, const torch::Device& device) {
+  auto archive = open_archive(path, device);
+  return read_model(archive, path, device);
+}
+
+}  // namespace tfm

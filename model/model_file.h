@@ -1,0 +1,42 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include "model/model_config.h"
+#include "model/transformer.h"
+
+namespace tfm {
+
+/// Version of the model file layout this build writes and reads.
+constexpr int64_t kModelFormatVersion = 1;
+
+/// What a model file holds: enough to translate with nothing else.
+struct LoadedModel {
+  ModelConfig config;
+  Transformer model{nullptr};
+  std::string tokenizer_proto;  // the SentencePiece model's bytes
+};
+
+/// Writes the format header, the config (JSON), the tokenizer and every parameter and buffer
+/// into `archive`. Training adds its own state to the same archive (checkpoints).
+void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto);
+
+/// Rebuilds the model from its config and loads its weights (on `device`). Throws
+/// std::runtime_error naming `origin` for a wrong format version, a missing or unexpected
+/// tensor, or a tensor whose shape differs from the one the config implies.
+LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
+                       const torch::Device& device);
+
+/// Opens a file written by save_archive (std::runtime_error if it is not one).
+torch::serialize::InputArchive open_archive(const std::string& path, const torch::Device& device);
+/// Writes through a temporary file and a rename, so a crash never leaves a half-written file.
+void save_archive(torch::serialize::OutputArchive& archive, const std::string& path);
+
+/// Convenience for model-only files: write_model + save_archive, open_archive + read_model.
+void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto);
+LoadedModel load_model_file(const std::string& path, const torch::Device& device);
+
+}  // namespace tfm

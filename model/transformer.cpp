@@ -1,0 +1,60 @@
+#include "model/transformer.h"
+
+#include <torch/torch.h>
+
+#include "model/masks.h"
+#include "tokenizer/special_ids.h"
+
+namespace tfm {
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
+  validate(config);
+  // §3.4: with a shared vocabulary one matrix serves the source and target embeddings and the
+  // pre-softmax projection; it is registered once, here, and the embedding modules only use it.
+  torch::nn::Embedding source_tokens{nullptr};
+  torch::nn::Embedding target_tokens{nullptr};
+  if (config.tie_embeddings) {
+    source_tokens = target_tokens = register_module("embedding", make_token_embedding(config.vocab_size, config.d_model));
+  } else {
+    source_tokens = register_module("source_tokens", make_token_embedding(config.vocab_size, config.d_model));
+    target_tokens = register_module("target_tokens", make_token_embedding(config.vocab_size, config.d_model));
+  }
+  source_embedding = register_module("source_embedding", TokenAndPosition(config, source_tokens));
+  target_embedding = register_module("target_embedding", TokenAndPosition(config, target_tokens));
+  encoder = register_module("encoder", Encoder(config));
+  decoder = register_module("decoder", Decoder(config));
+  if (!config.tie_embeddings) {
+    output_projection = register_module(
+        "output_projection", torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
+  }
+}
+
+torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
+  if (output_projection) return output_projection(hidden);
+  return torch::matmul(hidden, target_embedding->tokens->weight.t());  // [.., D] x [D, V]
+}
+
+EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
+  EncoderOutput out;
+  out.mask = padding_mask(source, kPadId);                        // [B, 1, 1, S]
+  out.memory = encoder->forward(source_embedding(source), out.mask);  // [B, S, D]
+  return out;
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& source, const torch::Tensor& target_in) {
+  const auto encoded = encode(source);
+  const auto hidden = decoder->forward(target_embedding(target_in), encoded.memory, encoded.mask);  // [B, T, D]
+  return project(hidden);
+}
+
+DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
+  return decoder->start(encoded.memory, encoded.mask);
+}
+
+torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
+  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
+  const auto hidden = decoder->step(embedded, state);                                      // [N, 1, D]
+  return torch::log_softmax(project(hidden.squeeze(1)).to(torch::kFloat32), -1);          // [N, V]
+}
+
+}  // namespace tfm

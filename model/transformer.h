@@ -1,0 +1,57 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/decoder.h"
+#include "model/decoder_state.h"
+#include "model/embeddings.h"
+#include "model/encoder.h"
+#include "model/model_config.h"
+
+namespace tfm {
+
+/// The encoder's result for a batch of source sentences.
+struct EncoderOutput {
+  torch::Tensor memory;  // [B, S, D]
+  torch::Tensor mask;    // [B, 1, 1, S]: true for real tokens
+};
+
+/// §3: the encoder-decoder Transformer. Sequences are token ids with tfm's special ids;
+/// the decoder input starts with bos, targets end with eos, and pad fills the rest.
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const ModelConfig& config);
+
+  /// Teacher forcing. source: [B, S], target_in: [B, T] -> logits [B, T, V]
+  torch::Tensor forward(const torch::Tensor& source, const torch::Tensor& target_in);
+
+  // The incremental decoding interface beam search uses: encode once, then one step per token.
+  /// source: [B, S] -> memory [B, S, D] and its mask
+  EncoderOutput encode(const torch::Tensor& source);
+  /// Caches every layer's cross-attention keys and values for `encoded`.
+  DecoderState start_decoding(const EncoderOutput& encoded);
+  /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32)
+  torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
+
+  /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
+  torch::Tensor project(const torch::Tensor& hidden);
+
+  const ModelConfig& config() const { return config_; }
+
+  TokenAndPosition source_embedding{nullptr};
+  TokenAndPosition target_embedding{nullptr};
+  Encoder encoder{nullptr};
+  Decoder decoder{nullptr};
+  torch::nn::Linear output_projection{nullptr};  // untied only: [V, D], no bias
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace tfm

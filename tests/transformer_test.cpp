@@ -1,0 +1,188 @@
+#include "model/transformer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "model/embeddings.h"
+#include "model/loss.h"
+#include "tests/tensor_assert.h"
+#include "tokenizer/special_ids.h"
+
+namespace tfm {
+namespace {
+
+ModelConfig tiny_config() {
+  ModelConfig config;
+  config.vocab_size = 23;
+  config.d_model = 16;
+  config.d_ff = 32;
+  config.heads = 4;
+  config.encoder_layers = 2;
+  config.decoder_layers = 2;
+  return config;
+}
+
+/// Random real tokens (ids >= 4) with a few sentences padded at the end.
+torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, int64_t seed) {
+  torch::manual_seed(seed);
+  auto ids = torch::randint(kNumSpecialIds, vocab, {batch, length}, torch::kLong);
+  for (int64_t b = 1; b < batch; ++b) ids.index_put_({b, torch::indexing::Slice(length - b)}, kPadId);
+  return ids;
+}
+
+Transformer eval_model(const ModelConfig& config, int64_t seed = 7) {
+  torch::manual_seed(seed);
+  Transformer model(config);
+  model->eval();
+  return model;
+}
+
+TEST(Positions, SinusoidsEqualThePapersFormula) {
+  const int64_t d = 8;
+  const auto table = sinusoidal_positions(0, 50, d, torch::kCPU);
+  for (int64_t pos : {0, 1, 7, 49}) {
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double angle = pos / std::pow(10000.0, 2.0 * i / d);
+      EXPECT_NEAR(table[pos][2 * i].item<double>(), std::sin(angle), 1e-6) << pos << "," << i;
+      EXPECT_NEAR(table[pos][2 * i + 1].item<double>(), std::cos(angle), 1e-6) << pos << "," << i;
+    }
+  }
+  EXPECT_TENSOR_NEAR(sinusoidal_positions(30, 5, d, torch::kCPU), table.narrow(0, 30, 5), 0.0);
+}
+
+/// §3.2.3: the decoder output at position t depends on target tokens <= t only.
+TEST(Transformer, DecoderIsCausal) {
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(2, 6, 23, 1);
+  auto target = random_ids(2, 7, 23, 2).fill_(5);
+  const auto before = model->forward(source, target);
+  for (int64_t t = 0; t < 6; ++t) {
+    auto changed = target.clone();
+    changed.index_put_({torch::indexing::Slice(), torch::indexing::Slice(t + 1)}, 9);
+    const auto after = model->forward(source, changed);
+    EXPECT_TENSOR_NEAR(after.narrow(1, 0, t + 1), before.narrow(1, 0, t + 1), 1e-6) << "t=" << t;
+    EXPECT_FALSE(torch::allclose(after.narrow(1, t + 1, 1), before.narrow(1, t + 1, 1)));
+  }
+}
+
+TEST(Transformer, PaddingDoesNotChangeRealPositions) {
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(1, 5, 23, 3);
+  const auto target = random_ids(1, 4, 23, 4);
+  const auto reference = model->forward(source, target);
+  const auto padded_source = torch::cat({source, torch::full({1, 3}, kPadId, torch::kLong)}, 1);
+  const auto padded_target = torch::cat({target, torch::full({1, 2}, kPadId, torch::kLong)}, 1);
+  EXPECT_TENSOR_NEAR(model->forward(padded_source, target), reference, 1e-5);
+  EXPECT_TENSOR_NEAR(model->forward(source, padded_target).narrow(1, 0, 4), reference, 1e-5);
+}
+
+/// Step-by-step decoding with the cache equals the teacher-forced forward pass.
+void expect_incremental_equals_full(const ModelConfig& config) {
+  auto model = eval_model(config);
+  const auto source = random_ids(3, 6, config.vocab_size, 5);
+  auto target = random_ids(3, 5, config.vocab_size, 6);
+  target.index_put_({torch::indexing::Slice(), 0}, kBosId);
+  target.index_put_({torch::indexing::Slice(1), torch::indexing::Slice(3)}, 7);  // no pads in the target prefix
+  const auto full = torch::log_softmax(model->forward(source, target), -1);  // [B, T, V]
+  auto state = model->start_decoding(model->encode(source));
+  for (int64_t t = 0; t < target.size(1); ++t) {
+    const auto step = model->step(target.select(1, t), state);  // [B, V]
+    ASSERT_TENSOR_NEAR(step, full.select(1, t), 1e-5) << "step " << t;
+  }
+  EXPECT_EQ(state.step, target.size(1));
+}
+
+TEST(Transformer, IncrementalDecodingEqualsFullForward) { expect_incremental_equals_full(tiny_config()); }
+
+TEST(Transformer, IncrementalDecodingEqualsFullForwardWithVariants) {
+  auto pre_norm = tiny_config();
+  pre_norm.norm = NormPlacement::kPre;
+  expect_incremental_equals_full(pre_norm);
+  auto windowed = tiny_config();
+  windowed.attention_window = 2;
+  expect_incremental_equals_full(windowed);
+  auto learned = tiny_config();
+  learned.positions = PositionEncoding::kLearned;
+  learned.max_positions = 16;
+  learned.tie_embeddings = false;
+  expect_incremental_equals_full(learned);
+  for (const auto score : {AttentionScore::kGeneral, AttentionScore::kAdditive, AttentionScore::kCosine}) {
+    auto scored = tiny_config();
+    scored.score = score;
+    expect_incremental_equals_full(scored);
+  }
+}
+
+TEST(Transformer, ReorderedStateEqualsReorderedBatch) {
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(3, 6, 23, 8);
+  auto state = model->start_decoding(model->encode(source));
+  const auto bos = torch::full({3}, kBosId, torch::kLong);
+  model->step(bos, state);
+  const auto rows = torch::tensor({2, 0, 0}, torch::kLong);  // reorder, repeat and drop
+  state.reorder(rows);
+  const auto next = torch::tensor({5, 6, 7}, torch::kLong);
+  const auto reordered = model->step(next, state);
+
+  auto fresh = model->start_decoding(model->encode(source.index_select(0, rows)));
+  model->step(bos, fresh);
+  EXPECT_TENSOR_NEAR(reordered, model->step(next, fresh), 1e-6);
+}
+
+int64_t count_parameters(Transformer& model) {
+  int64_t total = 0;
+  for (const auto& p : model->parameters()) total += p.numel();
+  return total;
+}
+
+// Base model, shared 37000-subword vocabulary, tied embeddings (§3.4, §5.1):
+//   embedding          37000 * 512                                   = 18,944,000
+//   attention          4 * (512 * 512 + 512)                          =  1,050,624
+//   feed-forward       512 * 2048 + 2048 + 2048 * 512 + 512           =  2,099,712
+//   encoder layer      attention + FFN + 2 LayerNorms (2 * 1024)      =  3,152,384   x 6 = 18,914,304
+//   decoder layer      2 attentions + FFN + 3 LayerNorms (3 * 1024)   =  4,204,032   x 6 = 25,224,192
+//   total (output projection tied, no bias)                           = 63,082,496  (the paper: "65M")
+TEST(Transformer, BaseModelHasThePapersParameterCount) {
+  auto config = preset("base");
+  config.vocab_size = 37000;
+  Transformer model(config);
+  EXPECT_EQ(count_parameters(model), 63082496);
+  config.tie_embeddings = false;  // + source and target embeddings and the projection separately
+  Transformer untied(config);
+  EXPECT_EQ(count_parameters(untied), 63082496 + 2 * 18944000);
+}
+
+TEST(Loss, LabelSmoothingEqualsLibTorchCrossEntropy) {
+  torch::manual_seed(9);
+  const auto logits = torch::randn({2, 5, 11}, torch::requires_grad());
+  auto target = torch::randint(4, 11, {2, 5}, torch::kLong);
+  target.index_put_({1, torch::indexing::Slice(3)}, kPadId);
+  const auto ours = label_smoothed_cross_entropy(logits, target, 0.1, kPadId);
+  namespace F = torch::nn::functional;
+  const auto reference = F::cross_entropy(
+      logits.view({-1, 11}), target.view({-1}),
+      F::CrossEntropyFuncOptions().label_smoothing(0.1).ignore_index(kPadId).reduction(torch::kSum));
+  EXPECT_TENSOR_NEAR(ours.loss, reference, 1e-5);
+  const auto nll = F::cross_entropy(logits.view({-1, 11}), target.view({-1}),
+                                    F::CrossEntropyFuncOptions().ignore_index(kPadId).reduction(torch::kSum));
+  EXPECT_TENSOR_NEAR(ours.nll, nll, 1e-5);
+  EXPECT_EQ(ours.tokens, 8);
+  // Gradients agree too.
+  const auto ours_grad = torch::autograd::grad({ours.loss}, {logits})[0];
+  const auto reference_grad = torch::autograd::grad({reference}, {logits})[0];
+  EXPECT_TENSOR_NEAR(ours_grad, reference_grad, 1e-6);
+}
+
+TEST(Transformer, TiedEmbeddingIsOneTensor) {
+  auto model = eval_model(tiny_config());
+  EXPECT_TRUE(model->source_embedding->tokens->weight.is_same(model->target_embedding->tokens->weight));
+  EXPECT_FALSE(model->output_projection);
+  int64_t named = 0;
+  for (const auto& item : model->named_parameters()) named += item.key().find("embedding") != std::string::npos;
+  EXPECT_EQ(named, 1);  // registered once, so optimizers update it once
+}
+
+}  // namespace
+}  // namespace tfm
