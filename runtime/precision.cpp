@@ -1,0 +1,56 @@
+#include "runtime/precision.h"
+
+#include <stdexcept>
+
+#include <ATen/autocast_mode.h>
+
+namespace tfm {
+
+Precision parse_precision(const std::string& name) {
+  if (name == "float32" || name == "fp32") return Precision::kFloat32;
+  if (name == "bfloat16" || name == "bf16") return Precision::kBFloat16;
+  if (name == "float16" || name == "fp16") return Precision::kFloat16;
+  throw std::invalid_argument("--dtype " + name + ": expected float32, bfloat16 or float16");
+}
+
+std::string to_string(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat32: return "float32";
+    case Precision::kBFloat16: return "bfloat16";
+    case Precision::kFloat16: return "float16";
+  }
+  return "?";
+}
+
+torch::ScalarType scalar_type(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat32: return torch::kFloat32;
+    case Precision::kBFloat16: return torch::kBFloat16;
+    case Precision::kFloat16: return torch::kFloat16;
+  }
+  return torch::kFloat32;
+}
+
+void check_supported(Precision precision, const torch::Device& device) {
+  if (precision == Precision::kFloat16 && !device.is_cuda()) {
+    throw std::invalid_argument("--dtype float16 needs a CUDA device; on CPU use bfloat16 or float32");
+  }
+}
+
+AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) : device_type_(device.type()) {
+  if (precision == Precision::kFloat32) return;
+  active_ = true;
+  was_enabled_ = at::autocast::is_autocast_enabled(device_type_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
+  at::autocast::set_autocast_dtype(device_type_, scalar_type(precision));
+  at::autocast::set_autocast_enabled(device_type_, true);
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  at::autocast::set_autocast_enabled(device_type_, was_enabled_);
+  at::autocast::set_autocast_dtype(device_type_, previous_dtype_);
+  if (!was_enabled_) at::autocast::clear_cache();  // drop the bf16 copies of the weights
+}
+
+}  // namespace tfm
