@@ -1,0 +1,214 @@
+#include "decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "tokenizer/special_ids.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Beam {
+  std::vector<int64_t> tokens;  // generated so far, without bos
+  double log_prob = kNegInf;    // -inf marks an empty slot
+};
+
+/// One sentence's search: K live beams (rows of the scorer's state) and its finished hypotheses.
+struct SentenceSearch {
+  int64_t index = 0;    // position in the caller's batch
+  int64_t max_len = 0;  // output tokens allowed, eos included
+  std::vector<Beam> beams;
+  std::vector<Hypothesis> finished;  // best first, at most K
+};
+
+int64_t max_output_length(int64_t source_length, const BeamOptions& options) {
+  const auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  return std::max<int64_t>(length, 1);
+}
+
+/// Rules every hypothesis obeys: never pad or bos; unk penalised; eos forced at the maximum length.
+/// log_probs: [N, V], N = sentences * K, modified in place.
+void apply_constraints(torch::Tensor& log_probs, const std::vector<SentenceSearch>& active, int64_t step,
+                       int64_t beam, const BeamOptions& options) {
+  log_probs.select(1, kPadId).fill_(kNegInf);
+  log_probs.select(1, kBosId).fill_(kNegInf);
+  if (options.unk_penalty != 0.0) log_probs.select(1, kUnkId).sub_(options.unk_penalty);
+  for (size_t a = 0; a < active.size(); ++a) {
+    if (step + 1 < active[a].max_len) continue;
+    auto rows = log_probs.narrow(0, static_cast<int64_t>(a) * beam, beam);  // [K, V]
+    const auto eos = rows.select(1, kEosId).clone();
+    rows.fill_(kNegInf);
+    rows.select(1, kEosId).copy_(eos);
+  }
+}
+
+/// Forbids tokens that would repeat an n-gram already in the hypothesis (CPU; off by default).
+void ban_repeated_ngrams(torch::Tensor& log_probs, const std::vector<SentenceSearch>& active, int64_t beam,
+                         int64_t n) {
+  for (size_t a = 0; a < active.size(); ++a) {
+    for (int64_t k = 0; k < beam; ++k) {
+      const auto& tokens = active[a].beams[k].tokens;
+      const auto size = static_cast<int64_t>(tokens.size());
+      if (size < n - 1) continue;
+      const int64_t row = static_cast<int64_t>(a) * beam + k;
+      for (int64_t start = 0; start + n <= size; ++start) {
+        // Does tokens[start, start+n-1) equal the last n-1 tokens? Then tokens[start+n-1] is banned.
+        if (std::equal(tokens.begin() + start, tokens.begin() + start + n - 1, tokens.end() - (n - 1))) {
+          log_probs[row][tokens[start + n - 1]] = kNegInf;
+        }
+      }
+    }
+  }
+}
+
+void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double log_prob, int64_t beam,
+                  double alpha) {
+  Hypothesis hypothesis;
+  hypothesis.log_prob = log_prob;
+  hypothesis.score = log_prob / length_penalty(static_cast<int64_t>(tokens.size()) + 1, alpha);
+  hypothesis.tokens = std::move(tokens);
+  auto& finished = sentence.finished;
+  finished.insert(std::upper_bound(finished.begin(), finished.end(), hypothesis,
+                                   [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; }),
+                  std::move(hypothesis));
+  if (static_cast<int64_t>(finished.size()) > beam) finished.pop_back();
+}
+
+/// Whether no live beam can still reach the n-best: log-probabilities only fall, so a live beam's
+/// best possible score is its log-probability over the largest length penalty still reachable.
+bool is_done(const SentenceSearch& sentence, int64_t generated, const BeamOptions& options) {
+  double best_live = kNegInf;
+  for (const auto& beam : sentence.beams) best_live = std::max(best_live, beam.log_prob);
+  if (best_live == kNegInf || generated >= sentence.max_len) return true;
+  if (static_cast<int64_t>(sentence.finished.size()) < options.nbest) return false;
+  double largest_penalty = 0.0;
+  for (int64_t length = generated + 1; length <= sentence.max_len; ++length) {
+    largest_penalty = std::max(largest_penalty, length_penalty(length, options.length_penalty));
+  }
+  return sentence.finished[options.nbest - 1].score >= best_live / largest_penalty;
+}
+
+/// From the sentence's top 2K candidates (beam index * V + token, best first): eos candidates
+/// ranked within the top K finish (as in fairseq, so beam 1 is greedy); the first K others
+/// become the next beams. Returns, per new beam, the row it extends.
+std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, const int64_t* ids, int64_t vocab,
+                                 int64_t beam, double alpha, std::vector<int64_t>& next_tokens) {
+  std::vector<Beam> next;
+  std::vector<int64_t> parents;
+  for (int64_t rank = 0; rank < 2 * beam && static_cast<int64_t>(next.size()) < beam; ++rank) {
+    const double score = scores[rank];
+    if (score == kNegInf) break;
+    const int64_t parent = ids[rank] / vocab;
+    const int64_t token = ids[rank] % vocab;
+    if (token == kEosId) {
+      if (rank < beam) add_finished(sentence, sentence.beams[parent].tokens, score, beam, alpha);
+      continue;
+    }
+    Beam extended{sentence.beams[parent].tokens, score};
+    extended.tokens.push_back(token);
+    next.push_back(std::move(extended));
+    parents.push_back(parent);
+    next_tokens.push_back(token);
+  }
+  while (static_cast<int64_t>(next.size()) < beam) {  // empty slots keep the row count at K
+    next.emplace_back();
+    parents.push_back(0);
+    next_tokens.push_back(kEosId);
+  }
+  sentence.beams = std::move(next);
+  return parents;
+}
+
+std::vector<Hypothesis> best_of(SentenceSearch& sentence, int64_t nbest) {
+  auto& finished = sentence.finished;
+  if (static_cast<int64_t>(finished.size()) > nbest) finished.resize(nbest);
+  return std::move(finished);
+}
+
+}  // namespace
+
+void validate(const BeamOptions& options) {
+  if (options.beam < 1) throw std::invalid_argument("--beam must be >= 1");
+  if (options.nbest < 1 || options.nbest > options.beam) {
+    throw std::invalid_argument("--nbest " + std::to_string(options.nbest) + ": must be between 1 and --beam " +
+                                std::to_string(options.beam));
+  }
+  if (options.max_len_a < 0 || options.max_len_b < 0 || (options.max_len_a == 0 && options.max_len_b == 0)) {
+    throw std::invalid_argument("--max-len-a/--max-len-b must be >= 0 and allow at least one token");
+  }
+  if (options.no_repeat_ngram < 0) throw std::invalid_argument("--no-repeat-ngram must be >= 0");
+}
+
+double length_penalty(int64_t length, double alpha) {
+  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& source,
+                                                 const std::vector<int64_t>& source_lengths,
+                                                 const BeamOptions& options) {
+  validate(options);
+  const int64_t batch = source.size(0);
+  const int64_t beam = options.beam;
+  const int64_t vocab = scorer.vocab_size();
+  const auto device = source.device();
+  std::vector<std::vector<Hypothesis>> results(batch);
+  std::vector<SentenceSearch> active(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    active[b].index = b;
+    active[b].max_len = max_output_length(source_lengths.at(b), options);
+    active[b].beams.resize(beam);
+    active[b].beams[0].log_prob = 0.0;  // one live beam at the start; the others are empty slots
+  }
+  auto state = scorer.start(source);
+  state->reorder(torch::arange(batch, torch::kLong).repeat_interleave(beam).to(device));  // [B*K] rows
+  auto last_tokens = torch::full({batch * beam}, kBosId, torch::TensorOptions(torch::kLong).device(device));
+  auto beam_scores = torch::tensor(std::vector<double>(batch * beam, kNegInf), torch::kFloat32);
+  for (int64_t b = 0; b < batch; ++b) beam_scores[b * beam] = 0.0;
+  beam_scores = beam_scores.to(device);
+
+  for (int64_t step = 0; !active.empty(); ++step) {
+    auto log_probs = scorer.step(last_tokens, *state);  // [N, V], N = active * K
+    apply_constraints(log_probs, active, step, beam, options);
+    if (options.no_repeat_ngram > 0) ban_repeated_ngrams(log_probs, active, beam, options.no_repeat_ngram);
+    const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({static_cast<int64_t>(active.size()), -1});
+    const auto [top_scores, top_ids] = totals.topk(std::min<int64_t>(2 * beam, totals.size(1)));  // [A, 2K]
+    const auto scores_cpu = top_scores.to(torch::kCPU).contiguous();
+    const auto ids_cpu = top_ids.to(torch::kCPU).contiguous();
+    const int64_t width = scores_cpu.size(1);
+
+    std::vector<SentenceSearch> still_active;
+    std::vector<int64_t> keep_rows, next_tokens;
+    std::vector<float> next_scores;
+    for (size_t a = 0; a < active.size(); ++a) {
+      auto& sentence = active[a];
+      std::vector<int64_t> tokens;
+      const auto parents = select_next(sentence, scores_cpu.data_ptr<float>() + a * width,
+                                       ids_cpu.data_ptr<int64_t>() + a * width, vocab, beam,
+                                       options.length_penalty, tokens);
+      if (is_done(sentence, step + 1, options)) {
+        results[sentence.index] = best_of(sentence, options.nbest);
+        continue;
+      }
+      for (int64_t k = 0; k < beam; ++k) {
+        keep_rows.push_back(static_cast<int64_t>(a) * beam + parents[k]);
+        next_tokens.push_back(tokens[k]);
+        next_scores.push_back(static_cast<float>(sentence.beams[k].log_prob));
+      }
+      still_active.push_back(std::move(sentence));
+    }
+    active = std::move(still_active);
+    if (active.empty()) break;
+    state->reorder(torch::tensor(keep_rows, torch::kLong).to(device));
+    last_tokens = torch::tensor(next_tokens, torch::kLong).to(device);
+    beam_scores = torch::tensor(next_scores, torch::kFloat32).to(device);
+  }
+  return results;
+}
+
+}  // namespace tfm

@@ -1,0 +1,44 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "decode/scorer.h"
+
+namespace tfm {
+
+/// Beam search settings; defaults are the paper's (§6.1: beam 4, length penalty 0.6,
+/// maximum output length input + 50).
+struct BeamOptions {
+  int64_t beam = 4;              // 1 = greedy
+  double length_penalty = 0.6;   // alpha in GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha
+  double max_len_a = 0.0;        // maximum output length = a * source length + b (eos included)
+  int64_t max_len_b = 50;
+  int64_t nbest = 1;             // hypotheses returned per sentence (<= beam)
+  double unk_penalty = 0.0;      // subtracted from unk's log-probability at every step
+  int64_t no_repeat_ngram = 0;   // forbid repeating any n-gram of this size (0 = off)
+};
+
+/// Throws std::invalid_argument naming the flag.
+void validate(const BeamOptions& options);
+
+/// A finished translation. `tokens` excludes bos and eos; `score` = log_prob / lp(|tokens| + 1).
+struct Hypothesis {
+  std::vector<int64_t> tokens;
+  double score = 0.0;
+  double log_prob = 0.0;
+};
+
+/// GNMT's length penalty ((5 + length) / 6)^alpha (Wu et al., 2016), length counting eos.
+double length_penalty(int64_t length, double alpha);
+
+/// Translates a batch. source: [B, S] (eos-terminated, pad-filled); source_lengths[b] is
+/// sentence b's subword count without eos, for the maximum output length. Returns, per sentence,
+/// up to `nbest` hypotheses, best first. Stops a sentence once no unfinished hypothesis can
+/// still beat its n-best finished ones (or at the maximum length), and drops it from the batch.
+std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& source,
+                                                 const std::vector<int64_t>& source_lengths,
+                                                 const BeamOptions& options);
+
+}  // namespace tfm

@@ -1,0 +1,68 @@
+#include "decode/scorer.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+namespace tfm {
+namespace {
+
+class TransformerState : public Scorer::State {
+ public:
+  explicit TransformerState(DecoderState state) : state(std::move(state)) {}
+  void reorder(const torch::Tensor& rows) override { state.reorder(rows); }
+  DecoderState state;
+};
+
+class EnsembleState : public Scorer::State {
+ public:
+  void reorder(const torch::Tensor& rows) override {
+    for (auto& member : members) member->reorder(rows);
+  }
+  std::vector<std::unique_ptr<Scorer::State>> members;
+};
+
+}  // namespace
+
+TransformerScorer::TransformerScorer(Transformer model) : model_(std::move(model)) {}
+
+std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {
+  return std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
+}
+
+torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& state) {
+  return model_->step(last_tokens, static_cast<TransformerState&>(state).state);
+}
+
+int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }
+
+EnsembleScorer::EnsembleScorer(std::vector<std::unique_ptr<Scorer>> members) : members_(std::move(members)) {
+  if (members_.empty()) throw std::invalid_argument("an ensemble needs at least one model");
+  for (const auto& member : members_) {
+    if (member->vocab_size() != members_.front()->vocab_size()) {
+      throw std::invalid_argument("ensemble members have different vocabulary sizes (" +
+                                  std::to_string(member->vocab_size()) + " vs " +
+                                  std::to_string(members_.front()->vocab_size()) + ")");
+    }
+  }
+}
+
+std::unique_ptr<Scorer::State> EnsembleScorer::start(const torch::Tensor& source) {
+  auto state = std::make_unique<EnsembleState>();
+  for (auto& member : members_) state->members.push_back(member->start(source));
+  return state;
+}
+
+torch::Tensor EnsembleScorer::step(const torch::Tensor& last_tokens, State& state) {
+  auto& ensemble = static_cast<EnsembleState&>(state);
+  torch::Tensor sum;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const auto log_probs = members_[i]->step(last_tokens, *ensemble.members[i]);  // [N, V]
+    sum = sum.defined() ? sum + log_probs : log_probs;
+  }
+  return sum / static_cast<double>(members_.size());
+}
+
+int64_t EnsembleScorer::vocab_size() const { return members_.front()->vocab_size(); }
+
+}  // namespace tfm

@@ -1,0 +1,59 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "model/decoder_state.h"
+#include "model/transformer.h"
+
+namespace tfm {
+
+/// The one interface search sees (Marian's startState/step): encode a batch once, then score
+/// the next token for every row, one step at a time. Rows start as the batch's sentences;
+/// search repeats, reorders and drops rows through State::reorder.
+class Scorer {
+ public:
+  /// Whatever a scorer carries between steps.
+  class State {
+   public:
+    virtual ~State() = default;
+    /// Keeps rows `rows` ([N'] int64 indices into the current rows, repeats allowed), in order.
+    virtual void reorder(const torch::Tensor& rows) = 0;
+  };
+
+  virtual ~Scorer() = default;
+  /// source: [B, S] token ids (eos-terminated, pad-filled) -> state with B rows
+  virtual std::unique_ptr<State> start(const torch::Tensor& source) = 0;
+  /// last_tokens: [N] -> log-probabilities of the next token, [N, V] float32
+  virtual torch::Tensor step(const torch::Tensor& last_tokens, State& state) = 0;
+  virtual int64_t vocab_size() const = 0;
+};
+
+/// One Transformer, decoded incrementally with its key/value cache.
+class TransformerScorer : public Scorer {
+ public:
+  explicit TransformerScorer(Transformer model);
+  std::unique_ptr<State> start(const torch::Tensor& source) override;
+  torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
+  int64_t vocab_size() const override;
+
+ private:
+  Transformer model_;
+};
+
+/// Several models over one vocabulary; the next-token score is the mean of their
+/// log-probabilities (a log-linear ensemble, as Marian combines scorers).
+class EnsembleScorer : public Scorer {
+ public:
+  explicit EnsembleScorer(std::vector<std::unique_ptr<Scorer>> members);
+  std::unique_ptr<State> start(const torch::Tensor& source) override;
+  torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
+  int64_t vocab_size() const override;
+
+ private:
+  std::vector<std::unique_ptr<Scorer>> members_;
+};
+
+}  // namespace tfm
