@@ -1,5 +1,5 @@
-// `tfm train` and `tfm translate` are registered so the command's shape is fixed, but they do
-// not work yet: the training and decoding issues build them. Running one says so plainly.
+// `tfm train` is registered so the command's shape is fixed, but it does not work yet: the
+// training issue builds it. Running it says so plainly.
 #include <stdexcept>
 #include <string>
 
@@ -22,10 +22,6 @@ void add_pending(CLI::App& app, CommandAction& action, const std::string& name, 
 
 void add_train_command(CLI::App& app, CommandAction& action) {
   add_pending(app, action, "train", "Train a Transformer on a parallel corpus");
-}
-
-void add_translate_command(CLI::App& app, CommandAction& action) {
-  add_pending(app, action, "translate", "Translate stdin to stdout with beam search");
 }
 
 }  // namespace tfm

@@ -1,0 +1,28 @@
+#include "app/model_loading.h"
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+#include "model/model_file.h"
+
+namespace tfm {
+
+LoadedModels load_models(const std::vector<std::string>& paths, const torch::Device& device) {
+  std::vector<Transformer> models;
+  std::string tokenizer_proto;
+  for (const auto& path : paths) {
+    auto loaded = load_model_file(path, device);
+    if (models.empty()) {
+      tokenizer_proto = loaded.tokenizer_proto;
+    } else if (loaded.tokenizer_proto != tokenizer_proto) {
+      throw std::invalid_argument(path + ": its tokenizer differs from " + paths.front() +
+                                  "'s; ensemble members must share one vocabulary");
+    }
+    spdlog::info("loaded {} ({} layers, d_model {})", path, loaded.config.encoder_layers, loaded.config.d_model);
+    models.push_back(loaded.model);
+  }
+  return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front())};
+}
+
+}  // namespace tfm

@@ -1,0 +1,124 @@
+#include "decode/translator.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "decode/scorer.h"
+#include "tokenizer/special_ids.h"
+
+namespace tfm {
+namespace {
+
+const std::string kEmpty;
+
+std::unique_ptr<Scorer> make_scorer(const std::vector<Transformer>& models) {
+  if (models.size() == 1) return std::make_unique<TransformerScorer>(models.front());
+  std::vector<std::unique_ptr<Scorer>> members;
+  for (const auto& model : models) members.push_back(std::make_unique<TransformerScorer>(model));
+  return std::make_unique<EnsembleScorer>(std::move(members));
+}
+
+/// Groups row indices (already sorted longest first) so each batch's padded size
+/// (sentences x longest source + eos) stays within max_tokens, and its count within batch_size.
+std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
+                                            const std::vector<std::vector<int64_t>>& sources,
+                                            const TranslatorOptions& options) {
+  std::vector<std::vector<size_t>> batches;
+  std::vector<size_t> current;
+  int64_t longest = 0;
+  for (const size_t row : order) {
+    const int64_t length = static_cast<int64_t>(sources[row].size()) + 1;
+    const int64_t padded = std::max(longest, length) * static_cast<int64_t>(current.size() + 1);
+    const bool full = options.batch_size > 0 && static_cast<int64_t>(current.size()) >= options.batch_size;
+    if (!current.empty() && (padded > options.max_tokens || full)) {
+      batches.push_back(std::move(current));
+      current.clear();
+      longest = 0;
+    }
+    current.push_back(row);
+    longest = std::max(longest, length);
+  }
+  if (!current.empty()) batches.push_back(std::move(current));
+  return batches;
+}
+
+}  // namespace
+
+void validate(const TranslatorOptions& options) {
+  validate(options.search);
+  if (options.max_tokens < 1) throw std::invalid_argument("--max-tokens must be >= 1");
+  if (options.batch_size < 0) throw std::invalid_argument("--batch-size must be >= 0");
+  if (options.max_source_len < 1) throw std::invalid_argument("--max-source-len must be >= 1");
+}
+
+const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
+
+Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
+                       const torch::Device& device)
+    : models_(std::move(models)), tokenizer_(std::move(tokenizer)), options_(options), device_(device) {
+  validate(options_);
+  check_supported(options_.precision, device_);
+  for (auto& model : models_) {
+    if (model->config().vocab_size != tokenizer_.vocab_size()) {
+      throw std::invalid_argument("model vocabulary " + std::to_string(model->config().vocab_size) +
+                                  " != tokenizer vocabulary " + std::to_string(tokenizer_.vocab_size()));
+    }
+    model->eval();
+    // Inference converts weights outright: cheaper than autocast re-casting them at every step.
+    model->to(device_, scalar_type(options_.precision));
+  }
+}
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
+  torch::InferenceMode inference;
+  std::vector<Translation> out(lines.size());
+  std::vector<std::vector<int64_t>> sources(lines.size());
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    sources[i] = tokenizer_.encode(lines[i]);
+    if (static_cast<int64_t>(sources[i].size()) > options_.max_source_len) {
+      sources[i].resize(options_.max_source_len);
+      out[i].truncated = true;
+    }
+    if (!sources[i].empty()) order.push_back(i);  // empty inputs translate to empty outputs
+  }
+  // Longest first: similar lengths share a batch, and the largest batch shows memory trouble early.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, out);
+  return out;
+}
+
+void Translator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
+                                 std::vector<Translation>& out) {
+  const auto batch = static_cast<int64_t>(rows.size());
+  int64_t longest = 0;
+  for (const size_t row : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(sources[row].size()) + 1);
+  auto source = torch::full({batch, longest}, kPadId, torch::kLong);  // [B, S]
+  auto* data = source.data_ptr<int64_t>();
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto& ids = sources[rows[b]];
+    std::copy(ids.begin(), ids.end(), data + b * longest);
+    data[b * longest + static_cast<int64_t>(ids.size())] = kEosId;
+    lengths.push_back(static_cast<int64_t>(ids.size()));
+  }
+  auto scorer = make_scorer(models_);
+  const auto results = beam_search(*scorer, source.to(device_), lengths, options_.search);
+  for (int64_t b = 0; b < batch; ++b) {
+    auto& translation = out[rows[b]];
+    for (const auto& hypothesis : results[b]) {
+      Candidate candidate;
+      candidate.text = tokenizer_.decode(hypothesis.tokens);
+      for (const int64_t id : hypothesis.tokens) candidate.pieces.push_back(tokenizer_.id_to_piece(id));
+      candidate.score = hypothesis.score;
+      translation.nbest.push_back(std::move(candidate));
+    }
+    if (!results[b].empty()) target_tokens_ += static_cast<int64_t>(results[b].front().tokens.size());
+  }
+}
+
+}  // namespace tfm

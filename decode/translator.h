@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "decode/beam_search.h"
+#include "model/transformer.h"
+#include "runtime/precision.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tfm {
+
+struct TranslatorOptions {
+  BeamOptions search;
+  int64_t max_tokens = 6000;      // padded source tokens per batch
+  int64_t batch_size = 0;         // sentences per batch (0 = bounded by max_tokens only)
+  int64_t max_source_len = 1024;  // longer inputs are truncated (and flagged)
+  Precision precision = Precision::kFloat32;
+};
+
+void validate(const TranslatorOptions& options);
+
+/// One alternative translation of a sentence.
+struct Candidate {
+  std::string text;
+  std::vector<std::string> pieces;
+  double score = 0.0;  // log-probability / length penalty
+};
+
+struct Translation {
+  std::vector<Candidate> nbest;  // best first; empty for an empty input line
+  bool truncated = false;        // the input was longer than max_source_len
+  const std::string& text() const;
+};
+
+/// Raw text in, detokenized text out: tokenizes, sorts by length, batches by token count,
+/// runs beam search on one model or an ensemble, and restores the input order.
+class Translator {
+ public:
+  /// Models are switched to evaluation mode, moved to `device` and, for bf16/fp16, converted.
+  Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
+             const torch::Device& device);
+
+  /// One Translation per line, in the order given.
+  std::vector<Translation> translate(const std::vector<std::string>& lines);
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
+
+ private:
+  void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
+                       std::vector<Translation>& out);
+
+  std::vector<Transformer> models_;
+  Tokenizer tokenizer_;
+  TranslatorOptions options_;
+  torch::Device device_;
+  int64_t target_tokens_ = 0;
+};
+
+}  // namespace tfm

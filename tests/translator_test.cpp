@@ -1,0 +1,105 @@
+#include "decode/translator.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tests/test_support.h"
+#include "tokenizer/tokenizer_trainer.h"
+
+namespace tfm {
+namespace {
+
+/// A tokenizer trained on a few number phrases and an untrained model over its vocabulary:
+/// enough to check the plumbing (order, line accounting, batching), not translation quality.
+struct Fixture {
+  Fixture() : tokenizer(train()), model(make_model(tokenizer.vocab_size())) {}
+
+  static Tokenizer train() {
+    testing::TempDir dir;
+    std::string text;
+    const char* words[] = {"one", "two", "three", "cats", "dogs", "und", "Katzen", "Hunde", "drei", "zwei"};
+    for (int i = 0; i < 400; ++i) text += std::string(words[i % 10]) + " " + words[(i * 7) % 10] + " .\n";
+    testing::write_text(dir / "corpus.txt", text);
+    TokenizerTrainOptions options;
+    options.inputs = {(dir / "corpus.txt").string()};
+    options.vocab_size = 25;
+    return Tokenizer::from_serialized(train_tokenizer(options));
+  }
+  static Transformer make_model(int64_t vocab) {
+    ModelConfig config;
+    config.vocab_size = vocab;
+    config.d_model = 16;
+    config.d_ff = 32;
+    config.heads = 2;
+    config.encoder_layers = 1;
+    config.decoder_layers = 1;
+    torch::manual_seed(5);
+    return Transformer(config);
+  }
+  Tokenizer tokenizer;
+  Transformer model;
+};
+
+TranslatorOptions short_outputs() {
+  TranslatorOptions options;
+  options.search.max_len_b = 6;
+  options.search.max_len_a = 0.5;
+  return options;
+}
+
+TEST(Translator, OneOutputPerLineEvenForOddInput) {
+  Fixture f;
+  auto options = short_outputs();
+  options.max_source_len = 20;
+  Translator translator({f.model}, f.tokenizer, options, torch::kCPU);
+  std::string very_long;
+  for (int i = 0; i < 50; ++i) very_long += "three cats ";
+  const std::vector<std::string> lines = {"one cats .", "", "   ", very_long, "Katzen \xff\xfe invalid", "zwei"};
+  const auto out = translator.translate(lines);
+  ASSERT_EQ(out.size(), lines.size());
+  EXPECT_TRUE(out[1].nbest.empty());
+  EXPECT_EQ(out[1].text(), "");
+  EXPECT_EQ(out[2].text(), "");
+  EXPECT_TRUE(out[3].truncated);
+  EXPECT_FALSE(out[0].truncated);
+  for (const auto& translation : out) EXPECT_EQ(translation.text().find('\n'), std::string::npos);
+  EXPECT_FALSE(out[4].nbest.empty());  // invalid UTF-8 still translates (as unknown pieces)
+}
+
+TEST(Translator, SmallBatchesGiveTheSameOutputsInOrder) {
+  Fixture f;
+  const std::vector<std::string> lines = {"one two three", "cats", "drei Katzen und zwei Hunde .", "two dogs",
+                                          "", "three three three cats ."};
+  auto options = short_outputs();
+  Translator whole({f.model}, f.tokenizer, options, torch::kCPU);
+  const auto together = whole.translate(lines);
+  options.batch_size = 1;
+  Translator single({f.model}, f.tokenizer, options, torch::kCPU);
+  const auto one_by_one = single.translate(lines);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(together[i].text(), one_by_one[i].text()) << i;
+  // The input order is kept: translating a line alone gives what it got in the batch.
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(single.translate({lines[i]})[0].text(), together[i].text());
+}
+
+TEST(Translator, EnsembleOfOneModelTwiceEqualsTheModel) {
+  Fixture f;
+  const std::vector<std::string> lines = {"one two three", "drei Katzen"};
+  Translator alone({f.model}, f.tokenizer, short_outputs(), torch::kCPU);
+  Translator twice({f.model, f.model}, f.tokenizer, short_outputs(), torch::kCPU);
+  const auto a = alone.translate(lines);
+  const auto b = twice.translate(lines);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(a[i].text(), b[i].text());
+    EXPECT_NEAR(a[i].nbest[0].score, b[i].nbest[0].score, 1e-5);
+  }
+}
+
+TEST(Translator, RejectsAModelOfAnotherVocabulary) {
+  Fixture f;
+  EXPECT_THROW(Translator({Fixture::make_model(f.tokenizer.vocab_size() + 1)}, f.tokenizer, short_outputs(),
+                          torch::kCPU),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tfm
