@@ -1,5 +1,6 @@
 #pragma once
 #include <functional>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
@@ -12,8 +13,16 @@ using CommandAction = std::function<void()>;
 
 /// Each registers one subcommand under `app` and, when the user picks it, sets `action`.
 void add_tokenizer_command(CLI::App& app, CommandAction& action);
+void add_prepare_command(CLI::App& app, CommandAction& action);
 void add_train_command(CLI::App& app, CommandAction& action);
 void add_translate_command(CLI::App& app, CommandAction& action);
 void add_eval_command(CLI::App& app, CommandAction& action);
+void add_average_command(CLI::App& app, CommandAction& action);
+
+/// Thrown by a command that stopped on SIGINT/SIGTERM after saving its work (exit code 130).
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace tfm

@@ -71,9 +71,11 @@ int main(int argc, char** argv) {
 
   tfm::CommandAction action;
   tfm::add_tokenizer_command(app, action);
+  tfm::add_prepare_command(app, action);
   tfm::add_train_command(app, action);
   tfm::add_translate_command(app, action);
   tfm::add_eval_command(app, action);
+  tfm::add_average_command(app, action);
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();  // global flags after the command
 
   try {
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
     spdlog::debug("LibTorch intra-op threads: {}", threads);
     action();
     return tfm::kExitOk;
+  } catch (const tfm::Interrupted& e) {
+    return fail(app, tfm::kExitInterrupted, first_line(e.what()));
   } catch (const std::invalid_argument& e) {
     return fail(app, tfm::kExitUsageError, first_line(e.what()));
   } catch (const c10::Error& e) {

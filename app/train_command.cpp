@@ -1,0 +1,128 @@
+// `tfm train`: the paper's recipe on a parallel corpus, with checkpoints and resume.
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+
+#include "app/command.h"
+#include "app/model_options.h"
+#include "app/runtime_options.h"
+#include "model/model_file.h"
+#include "runtime/precision.h"
+#include "train/trainer.h"
+#include "train/training_data.h"
+
+namespace tfm {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_signal(int) { g_interrupted.store(true); }
+
+struct TrainCommandOptions {
+  TrainOptions train;
+  ModelOptions model;
+  RuntimeOptions runtime;
+};
+
+void run_train(TrainCommandOptions& o) {
+  validate(o.train);
+  const auto device = resolve(o.runtime);
+  const Precision precision = parse_precision(o.train.dtype);
+  check_supported(precision, device);
+  std::filesystem::create_directories(o.train.save_dir);
+  const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
+  std::optional<std::string> checkpoint_tokenizer;
+  if (!o.train.no_resume && std::filesystem::exists(last)) {
+    checkpoint_tokenizer = load_model_file(last, torch::kCPU).tokenizer_proto;
+  }
+  auto data = load_training_data(o.train, checkpoint_tokenizer);
+  const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
+  o.train.lr.d_model = config.d_model;
+  Trainer trainer(o.train, config, std::move(data), device);
+  o.train.lr.d_model = trainer.model()->config().d_model;  // a resumed model keeps its own width
+
+  g_interrupted = false;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const StopReason reason = trainer.run(g_interrupted);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  spdlog::info("stopped: {} after {} updates; checkpoints in {}", describe(reason), trainer.progress().update,
+               o.train.save_dir);
+  if (reason == StopReason::kInterrupted) {
+    throw Interrupted("interrupted; saved " + last + " (run the same command to resume)");
+  }
+}
+
+void add_data_options(CLI::App& cmd, TrainOptions& t) {
+  const std::string group = "Data";
+  cmd.add_option("--train-src", t.train_src, "Source side (.gz, TSV with no --train-tgt, or a `tfm prepare` dir)")
+      ->required()->group(group);
+  cmd.add_option("--train-tgt", t.train_tgt, "Target side, aligned line by line")->group(group);
+  cmd.add_option("--valid-src", t.valid_src, "Validation source")->group(group);
+  cmd.add_option("--valid-tgt", t.valid_tgt, "Validation target")->group(group);
+  cmd.add_option("--spm", t.spm, "Existing SentencePiece model (default: train a joint one)")->group(group);
+  cmd.add_option("--vocab-size", t.vocab_size, "Joint vocabulary size when training one")->capture_default_str()->group(group);
+  cmd.add_option("--max-len", t.cleaning.max_len, "Drop pairs with a side longer than this (subwords)")
+      ->capture_default_str()->group(group);
+  cmd.add_option("--max-len-ratio", t.cleaning.max_len_ratio, "Drop pairs whose length ratio exceeds this")
+      ->capture_default_str()->group(group);
+  cmd.add_option("--max-tokens", t.batching.max_tokens, "Padded subwords per side per batch (paper: ~25000)")
+      ->capture_default_str()->group(group);
+  cmd.add_option("--update-freq", t.update_freq, "Batches accumulated per update")->capture_default_str()->group(group);
+  cmd.add_option("--seed", t.batching.seed, "Seed for initialisation, batch order and dropout")
+      ->capture_default_str()->group(group);
+}
+
+void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
+  const std::string group = "Optimisation";
+  cmd.add_option("--lr-scheduler", t.lr.kind, "noam (the paper's) or inverse_sqrt")->capture_default_str()->group(group);
+  cmd.add_option("--lr-factor", t.lr.factor, "noam: multiplies d_model^-0.5 * min(...)")->capture_default_str()->group(group);
+  cmd.add_option("--lr", t.lr.peak_lr, "inverse_sqrt: peak learning rate")->capture_default_str()->group(group);
+  cmd.add_option("--warmup", t.lr.warmup, "Warmup updates")->capture_default_str()->group(group);
+  cmd.add_option("--adam-beta1", t.adam_beta1, "Adam beta1")->capture_default_str()->group(group);
+  cmd.add_option("--adam-beta2", t.adam_beta2, "Adam beta2")->capture_default_str()->group(group);
+  cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);
+  cmd.add_option("--label-smoothing", t.label_smoothing, "Label smoothing epsilon")->capture_default_str()->group(group);
+  cmd.add_option("--clip-norm", t.clip_norm, "Clip the gradient norm (0 = off)")->capture_default_str()->group(group);
+  cmd.add_option("--dtype", t.dtype, "float32, bfloat16 (autocast; AVX512-BF16 CPUs, CUDA) or float16 (CUDA)")
+      ->capture_default_str()->group(group);
+}
+
+void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
+  const std::string group = "Stopping, validation, checkpoints";
+  cmd.add_option("--max-epochs", t.max_epochs, "Stop after this many epochs (0 = no limit)")->group(group);
+  cmd.add_option("--max-updates", t.max_updates, "Stop after this many updates (0 = no limit)")->group(group);
+  cmd.add_option("--time-limit", t.time_limit_minutes, "Stop after this many minutes of training")->group(group);
+  cmd.add_option("--patience", t.patience, "Stop after this many validations without improvement")->group(group);
+  cmd.add_option("--validate-every", t.validate_every, "Validate every N updates (and at epoch ends)")->group(group);
+  cmd.add_option("--valid-beam", t.valid_beam, "Beam for validation BLEU (1 = greedy)")->capture_default_str()->group(group);
+  cmd.add_option("--valid-max-sentences", t.valid_max_sentences, "Validation BLEU on the first N sentences (0 = all)")
+      ->group(group);
+  cmd.add_option("--best-metric", t.best_metric, "bleu or loss: what checkpoint_best.pt maximises/minimises")
+      ->capture_default_str()->group(group);
+  cmd.add_option("--save-dir", t.save_dir, "Directory for checkpoints and metrics.jsonl")->required()->group(group);
+  cmd.add_option("--save-interval-updates", t.save_interval_updates, "Also checkpoint every N updates")->group(group);
+  cmd.add_option("--keep-last", t.keep_last, "Numbered checkpoints to keep")->capture_default_str()->group(group);
+  cmd.add_flag("--no-resume", t.no_resume, "Start over even if SAVE_DIR/checkpoint_last.pt exists")->group(group);
+  cmd.add_option("--log-interval", t.log_interval, "Updates between log lines (when stderr is not a terminal)")
+      ->capture_default_str()->group(group);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, CommandAction& action) {
+  auto options = std::make_shared<TrainCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a Transformer (resumes from SAVE_DIR/checkpoint_last.pt)");
+  add_data_options(*cmd, options->train);
+  add_model_options(*cmd, options->model);
+  add_optimisation_options(*cmd, options->train);
+  add_schedule_options(*cmd, options->train);
+  add_runtime_options(*cmd, options->runtime);
+  cmd->callback([options, &action] { action = [options] { run_train(*options); }; });
+}
+
+}  // namespace tfm

@@ -1,0 +1,89 @@
+#include "train/checkpoint.h"
+
+#include <mutex>
+#include <stdexcept>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+namespace tfm {
+namespace {
+
+void write_progress(torch::serialize::OutputArchive& archive, const TrainingProgress& p) {
+  archive.write("update", c10::IValue(p.update));
+  archive.write("epoch", c10::IValue(p.epoch));
+  archive.write("batch_in_epoch", c10::IValue(p.batch_in_epoch));
+  archive.write("best", c10::IValue(p.best));
+  archive.write("validations_without_improvement", c10::IValue(p.validations_without_improvement));
+  archive.write("elapsed_seconds", c10::IValue(p.elapsed_seconds));
+}
+
+TrainingProgress read_progress(torch::serialize::InputArchive& archive) {
+  auto read = [&](const char* key) {
+    c10::IValue value;
+    archive.read(key, value);
+    return value;
+  };
+  TrainingProgress p;
+  p.update = read("update").toInt();
+  p.epoch = read("epoch").toInt();
+  p.batch_in_epoch = read("batch_in_epoch").toInt();
+  p.best = read("best").toDouble();
+  p.validations_without_improvement = read("validations_without_improvement").toInt();
+  p.elapsed_seconds = read("elapsed_seconds").toDouble();
+  return p;
+}
+
+torch::Tensor cpu_rng_state() {
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_cpu_rng_state(const torch::Tensor& state) {
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
+                     torch::optim::Adam& optimizer, const TrainingProgress& progress,
+                     const nlohmann::json& train_options) {
+  torch::serialize::OutputArchive archive;
+  write_model(archive, model, tokenizer_proto);
+  torch::serialize::OutputArchive trainer;
+  write_progress(trainer, progress);
+  torch::serialize::OutputArchive optimizer_state;
+  optimizer.save(optimizer_state);
+  trainer.write("optimizer", optimizer_state);
+  trainer.write("cpu_rng_state", cpu_rng_state());
+  trainer.write("train_options", c10::IValue(train_options.dump()));
+  archive.write("trainer", trainer);
+  save_archive(archive, path);
+}
+
+TrainingProgress restore_training_state(const std::string& path, torch::optim::Adam& optimizer,
+                                        const torch::Device& device) {
+  auto archive = open_archive(path, device);
+  torch::serialize::InputArchive trainer;
+  if (!archive.try_read("trainer", trainer)) {
+    throw std::runtime_error(path + ": a model file without training state (cannot resume from it)");
+  }
+  try {
+    const auto progress = read_progress(trainer);
+    torch::serialize::InputArchive optimizer_state;
+    trainer.read("optimizer", optimizer_state);
+    optimizer.load(optimizer_state);
+    torch::Tensor rng;
+    trainer.read("cpu_rng_state", rng);
+    set_cpu_rng_state(rng.to(torch::kCPU));
+    return progress;
+  } catch (const c10::Error& error) {
+    const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": damaged training state (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
+
+}  // namespace tfm

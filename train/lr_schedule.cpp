@@ -1,0 +1,27 @@
+#include "train/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tfm {
+
+void validate(const LrScheduleOptions& options) {
+  if (options.kind != "noam" && options.kind != "inverse_sqrt") {
+    throw std::invalid_argument("--lr-scheduler " + options.kind + ": expected noam or inverse_sqrt");
+  }
+  if (options.warmup < 1) throw std::invalid_argument("--warmup must be >= 1");
+  if (!(options.factor > 0) || !(options.peak_lr > 0)) throw std::invalid_argument("--lr-factor and --lr must be > 0");
+}
+
+double learning_rate(const LrScheduleOptions& options, int64_t step) {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  const double warmup = static_cast<double>(options.warmup);
+  if (options.kind == "inverse_sqrt") {
+    return s < warmup ? options.peak_lr * s / warmup : options.peak_lr * std::sqrt(warmup / s);
+  }
+  return options.factor * std::pow(static_cast<double>(options.d_model), -0.5) *
+         std::min(std::pow(s, -0.5), s * std::pow(warmup, -1.5));
+}
+
+}  // namespace tfm

@@ -1,0 +1,43 @@
+#include "train/train_options.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+namespace tfm {
+
+void validate(const TrainOptions& o) {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(message);
+  };
+  require(!o.train_src.empty(), "--train-src is required");
+  require(!o.save_dir.empty(), "--save-dir is required");
+  require(o.valid_src.empty() == o.valid_tgt.empty(), "--valid-src and --valid-tgt go together");
+  require(o.vocab_size > 4, "--vocab-size must exceed the 4 special tokens");
+  require(o.batching.max_tokens > 0, "--max-tokens must be > 0");
+  require(o.update_freq >= 1, "--update-freq must be >= 1");
+  require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
+  require(o.clip_norm >= 0, "--clip-norm must be >= 0");
+  require(o.max_epochs >= 0 && o.max_updates >= 0 && o.time_limit_minutes >= 0,
+          "--max-epochs, --max-updates and --time-limit must be >= 0");
+  require(o.patience >= 0 && o.validate_every >= 0 && o.save_interval_updates >= 0,
+          "--patience, --validate-every and --save-interval-updates must be >= 0");
+  require(o.keep_last >= 0, "--keep-last must be >= 0");
+  require(o.valid_beam >= 1, "--valid-beam must be >= 1");
+  require(o.best_metric == "bleu" || o.best_metric == "loss", "--best-metric " + o.best_metric + ": expected bleu or loss");
+  require(o.log_interval >= 1, "--log-interval must be >= 1");
+  validate(o.cleaning);
+  validate(o.lr);
+}
+
+void to_json(nlohmann::json& json, const TrainOptions& o) {
+  json = {{"train_src", o.train_src}, {"train_tgt", o.train_tgt}, {"valid_src", o.valid_src},
+          {"valid_tgt", o.valid_tgt}, {"vocab_size", o.vocab_size}, {"max_len", o.cleaning.max_len},
+          {"max_len_ratio", o.cleaning.max_len_ratio}, {"max_tokens", o.batching.max_tokens},
+          {"seed", o.batching.seed}, {"update_freq", o.update_freq}, {"lr_scheduler", o.lr.kind},
+          {"lr_factor", o.lr.factor}, {"lr", o.lr.peak_lr}, {"warmup", o.lr.warmup},
+          {"adam_betas", {o.adam_beta1, o.adam_beta2}}, {"adam_eps", o.adam_eps},
+          {"label_smoothing", o.label_smoothing}, {"clip_norm", o.clip_norm}, {"dtype", o.dtype}};
+}
+
+}  // namespace tfm

@@ -1,0 +1,326 @@
+#include "train/trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <torch/torch.h>
+
+#include "data/batching.h"
+#include "decode/translator.h"
+#include "metrics/bleu.h"
+#include "model/loss.h"
+#include "model/model_file.h"
+#include "runtime/precision.h"
+#include "tokenizer/special_ids.h"
+
+namespace fs = std::filesystem;
+
+namespace tfm {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void set_learning_rate(torch::optim::Adam& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+/// Copies through a temporary file and a rename, so the destination is always a whole checkpoint.
+void copy_atomically(const fs::path& from, const fs::path& to) {
+  const fs::path temporary = to.string() + ".tmp";
+  fs::copy_file(from, temporary, fs::copy_options::overwrite_existing);
+  fs::rename(temporary, to);
+}
+
+void append_metrics(const std::string& save_dir, const nlohmann::json& record) {
+  std::ofstream out(fs::path(save_dir) / "metrics.jsonl", std::ios::app);
+  out << record.dump() << '\n';
+}
+
+/// Source and reference texts of a tokenized split, for BLEU (decoded from the ids it holds).
+std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const ParallelDataset& data,
+                                                                          const Tokenizer& tokenizer,
+                                                                          int64_t limit) {
+  const int64_t n = limit > 0 ? std::min(limit, data.size()) : data.size();
+  std::vector<std::string> sources, references;
+  for (int64_t i = 0; i < n; ++i) {
+    sources.push_back(tokenizer.decode(data.source.ids(i)));
+    references.push_back(tokenizer.decode(data.target.ids(i)));
+  }
+  return {sources, references};
+}
+
+}  // namespace
+
+const char* describe(StopReason reason) {
+  switch (reason) {
+    case StopReason::kMaxEpochs: return "reached --max-epochs";
+    case StopReason::kMaxUpdates: return "reached --max-updates";
+    case StopReason::kTimeLimit: return "reached --time-limit";
+    case StopReason::kPatience: return "no validation improvement for --patience validations";
+    case StopReason::kInterrupted: return "interrupted";
+  }
+  return "?";
+}
+
+Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data,
+                 const torch::Device& device)
+    : options_(options), config_(config), data_(std::move(data)), device_(device) {
+  validate(options_);
+  fs::create_directories(options_.save_dir);
+  const auto last = (fs::path(options_.save_dir) / "checkpoint_last.pt").string();
+  const bool resume = !options_.no_resume && fs::exists(last);
+  if (resume) {
+    auto loaded = load_model_file(last, device_);
+    if (loaded.tokenizer_proto != data_.tokenizer.serialized()) {
+      throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use --no-resume, or the "
+                                  "same data and --spm)");
+    }
+    config_ = loaded.config;  // the checkpoint's architecture wins over flags
+    model_ = loaded.model;
+  } else {
+    validate(config_);
+    torch::manual_seed(options_.batching.seed);
+    model_ = Transformer(config_);
+    model_->to(device_);
+  }
+  optimizer_ = std::make_unique<torch::optim::Adam>(
+      model_->parameters(), torch::optim::AdamOptions(options_.lr.peak_lr)
+                                .betas({options_.adam_beta1, options_.adam_beta2})
+                                .eps(options_.adam_eps));
+  if (resume) {
+    progress_ = restore_training_state(last, *optimizer_, device_);
+    spdlog::info("resuming from {}: update {}, epoch {}, batch {} of the epoch", last, progress_.update,
+                 progress_.epoch, progress_.batch_in_epoch);
+  }
+  int64_t parameters = 0;
+  for (const auto& p : model_->parameters()) parameters += p.numel();
+  spdlog::info("model: {} parameters, d_model {}, {} heads, {}+{} layers; {} training pairs on {}", parameters,
+               config_.d_model, config_.heads, config_.encoder_layers, config_.decoder_layers, data_.train.size(),
+               device_.str());
+}
+
+void Trainer::train_update(const std::vector<std::vector<int64_t>>& batches, size_t first, size_t count) {
+  model_->train();
+  const Precision precision = parse_precision(options_.dtype);
+  int64_t tokens = 0;
+  for (size_t i = first; i < first + count; ++i) {
+    const Batch batch = collate(data_.train, batches[i]);
+    LossSums sums;
+    {
+      AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
+      const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
+      sums = label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+    }
+    sums.loss.backward();
+    sum_loss_ += sums.loss.item<double>();
+    sum_nll_ += sums.nll.item<double>();
+    tokens += sums.tokens;
+    sum_all_tokens_ += batch.source_tokens + batch.target_tokens;
+  }
+  sum_target_tokens_ += tokens;
+  torch::NoGradGuard no_grad;
+  // The summed loss over all accumulated batches, divided by their target tokens: a per-token
+  // gradient however the update is split into batches.
+  for (auto& p : model_->parameters()) {
+    if (p.grad().defined()) p.mutable_grad().div_(static_cast<double>(std::max<int64_t>(tokens, 1)));
+  }
+  if (options_.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_norm);
+  set_learning_rate(*optimizer_, learning_rate(options_.lr, progress_.update + 1));
+  optimizer_->step();
+  optimizer_->zero_grad();
+}
+
+ValidationResult Trainer::validate_model() {
+  ValidationResult result;
+  if (!data_.valid) return result;
+  const auto& valid = *data_.valid;
+  model_->eval();
+  {
+    torch::NoGradGuard no_grad;
+    double loss = 0, nll = 0;
+    int64_t tokens = 0;
+    for (const auto& rows : make_batches(valid, options_.batching, 0)) {
+      const Batch batch = collate(valid, rows);
+      const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
+      const auto sums =
+          label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+      loss += sums.loss.item<double>();
+      nll += sums.nll.item<double>();
+      tokens += sums.tokens;
+    }
+    result.loss = loss / std::max<int64_t>(tokens, 1);
+    result.nll = nll / std::max<int64_t>(tokens, 1);
+    result.ppl = std::exp(result.nll);
+  }
+  const auto [sources, references] = split_texts(valid, data_.tokenizer, options_.valid_max_sentences);
+  TranslatorOptions translator_options;
+  translator_options.search.beam = options_.valid_beam;
+  translator_options.max_tokens = options_.batching.max_tokens;
+  Translator translator({model_}, data_.tokenizer, translator_options, device_);
+  std::vector<std::string> hypotheses;
+  for (const auto& translation : translator.translate(sources)) hypotheses.push_back(translation.text());
+  result.bleu = corpus_bleu(hypotheses, {references}, BleuOptions()).score;
+  result.sentences = static_cast<int64_t>(sources.size());
+  model_->train();
+  return result;
+}
+
+void Trainer::save(bool epoch_end, bool is_best) {
+  progress_.elapsed_seconds = elapsed_at_start_ + (now_seconds() - session_start_);
+  const fs::path dir(options_.save_dir);
+  const fs::path last = dir / "checkpoint_last.pt";
+  const nlohmann::json train_options = options_;
+  fs::path written = last;
+  if (options_.keep_last > 0) {
+    // fairseq's names: checkpointN.pt at the end of epoch N, checkpoint_E_U.pt in between.
+    written = dir / (epoch_end ? "checkpoint" + std::to_string(progress_.epoch - 1) + ".pt"
+                               : "checkpoint_" + std::to_string(progress_.epoch) + "_" +
+                                     std::to_string(progress_.update) + ".pt");
+  }
+  last_saved_update_ = progress_.update;
+  save_checkpoint(written.string(), model_, data_.tokenizer.serialized(), *optimizer_, progress_, train_options);
+  if (written != last) copy_atomically(written, last);
+  if (is_best) copy_atomically(written, dir / "checkpoint_best.pt");
+  remove_old_checkpoints();
+}
+
+void Trainer::remove_old_checkpoints() {
+  static const std::regex numbered(R"(checkpoint(\d+|_\d+_\d+)\.pt)");
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(options_.save_dir)) {
+    if (std::regex_match(entry.path().filename().string(), numbered)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return fs::last_write_time(a) > fs::last_write_time(b); });
+  for (size_t i = static_cast<size_t>(options_.keep_last); i < files.size(); ++i) fs::remove(files[i]);
+}
+
+void Trainer::validate_and_save(bool epoch_end) {
+  bool is_best = false;
+  if (data_.valid) {
+    const auto start = now_seconds();
+    const auto result = validate_model();
+    const bool by_bleu = options_.best_metric == "bleu";
+    const double metric = by_bleu ? result.bleu : result.loss;
+    is_best = std::isnan(progress_.best) || (by_bleu ? metric > progress_.best : metric < progress_.best);
+    if (is_best) {
+      progress_.best = metric;
+      progress_.validations_without_improvement = 0;
+    } else {
+      ++progress_.validations_without_improvement;
+    }
+    spdlog::info("valid | epoch {} | update {} | loss {:.3f} | ppl {:.2f} | bleu {:.2f} ({} sentences, beam {}) | "
+                 "best {} {:.3f}{} | {:.1f} s",
+                 progress_.epoch - (epoch_end ? 1 : 0), progress_.update, result.loss, result.ppl, result.bleu,
+                 result.sentences, options_.valid_beam, options_.best_metric, progress_.best, is_best ? " (new)" : "",
+                 now_seconds() - start);
+    append_metrics(options_.save_dir, {{"type", "valid"}, {"update", progress_.update}, {"epoch", progress_.epoch},
+                                       {"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu},
+                                       {"elapsed_s", elapsed_at_start_ + now_seconds() - session_start_}});
+  }
+  save(epoch_end, is_best);
+}
+
+std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrupted) const {
+  if (interrupted.load()) return StopReason::kInterrupted;
+  if (options_.max_updates > 0 && progress_.update >= options_.max_updates) return StopReason::kMaxUpdates;
+  if (options_.max_epochs > 0 && progress_.epoch > options_.max_epochs) return StopReason::kMaxEpochs;
+  const double elapsed = elapsed_at_start_ + now_seconds() - session_start_;
+  if (options_.time_limit_minutes > 0 && elapsed >= options_.time_limit_minutes * 60) return StopReason::kTimeLimit;
+  if (options_.patience > 0 && progress_.validations_without_improvement >= options_.patience) {
+    return StopReason::kPatience;
+  }
+  return std::nullopt;
+}
+
+void Trainer::log_progress(size_t batches_in_epoch, bool force) {
+  const double now = now_seconds();
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (!force && !(terminal ? now - last_log_time_ >= 1.0 : progress_.update % options_.log_interval == 0)) return;
+  if (sum_target_tokens_ == 0) return;
+  const double seconds = std::max(now - last_log_time_, 1e-9);
+  const double loss = sum_loss_ / sum_target_tokens_;
+  const double ppl = std::exp(sum_nll_ / sum_target_tokens_);
+  const double lr = learning_rate(options_.lr, progress_.update);
+  const double tokens_per_second = sum_all_tokens_ / seconds;
+  const double elapsed = elapsed_at_start_ + now - session_start_;
+  std::string eta;
+  if (options_.max_updates > 0 && progress_.update > 0) {
+    eta = fmt::format(" | eta {:.0f} min", elapsed / progress_.update * (options_.max_updates - progress_.update) / 60);
+  } else if (options_.time_limit_minutes > 0) {
+    eta = fmt::format(" | eta {:.0f} min", std::max(0.0, options_.time_limit_minutes - elapsed / 60));
+  }
+  const std::string line =
+      fmt::format("epoch {} | batch {}/{} | update {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | {:.0f} tok/s | {:.0f} s{}",
+                  progress_.epoch, progress_.batch_in_epoch, batches_in_epoch, progress_.update, loss, ppl, lr,
+                  tokens_per_second, elapsed, eta);
+  if (terminal) {
+    fmt::print(stderr, "\r\033[K{}", line);  // one live line, redrawn in place
+    if (force) fmt::print(stderr, "\n");
+  } else {
+    spdlog::info("train | {}", line);
+  }
+  append_metrics(options_.save_dir, {{"type", "train"}, {"update", progress_.update}, {"epoch", progress_.epoch},
+                                     {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second},
+                                     {"elapsed_s", elapsed}});
+  sum_loss_ = sum_nll_ = 0;
+  sum_target_tokens_ = sum_all_tokens_ = 0;
+  last_log_time_ = now;
+}
+
+void Trainer::after_update(const std::vector<std::vector<int64_t>>& batches, bool epoch_end) {
+  log_progress(batches.size(), false);
+  if (epoch_end) return;  // run() validates and saves at the epoch end
+  const int64_t update = progress_.update;
+  const bool validate_now = options_.validate_every > 0 && update % options_.validate_every == 0;
+  const bool save_now = options_.save_interval_updates > 0 && update % options_.save_interval_updates == 0;
+  if (validate_now || save_now) {
+    if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
+    validate_and_save(false);
+  }
+}
+
+StopReason Trainer::run(const std::atomic<bool>& interrupted) {
+  session_start_ = now_seconds();
+  last_log_time_ = session_start_;
+  elapsed_at_start_ = progress_.elapsed_seconds;
+  last_saved_update_ = progress_.update;
+  for (;;) {
+    if (auto stop = should_stop(interrupted)) {
+      log_progress(0, true);
+      if (*stop == StopReason::kInterrupted) {
+        save(false, false);  // quick: no validation, just keep the work
+      } else if (progress_.update != last_saved_update_) {
+        validate_and_save(false);
+      }
+      return *stop;
+    }
+    const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);
+    while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
+      const auto first = static_cast<size_t>(progress_.batch_in_epoch);
+      const size_t count = std::min<size_t>(options_.update_freq, batches.size() - first);
+      train_update(batches, first, count);
+      progress_.batch_in_epoch += static_cast<int64_t>(count);
+      ++progress_.update;
+      const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(batches.size());
+      after_update(batches, epoch_end);
+      if (!epoch_end && should_stop(interrupted)) break;
+    }
+    if (progress_.batch_in_epoch == static_cast<int64_t>(batches.size())) {
+      log_progress(batches.size(), true);
+      ++progress_.epoch;
+      progress_.batch_in_epoch = 0;
+      validate_and_save(true);
+    }
+  }
+}
+
+}  // namespace tfm

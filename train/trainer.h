@@ -1,0 +1,75 @@
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+
+#include "data/parallel_dataset.h"
+#include "model/model_config.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+#include "train/checkpoint.h"
+#include "train/train_options.h"
+
+namespace tfm {
+
+/// What training reads: the tokenizer the ids come from and the tokenized splits.
+struct TrainingData {
+  Tokenizer tokenizer;
+  ParallelDataset train;
+  std::optional<ParallelDataset> valid;
+};
+
+/// Validation results: loss and perplexity per target token, and BLEU of the decoded split.
+struct ValidationResult {
+  double loss = 0, nll = 0, ppl = 0;
+  double bleu = std::numeric_limits<double>::quiet_NaN();
+  int64_t sentences = 0;
+};
+
+enum class StopReason { kMaxEpochs, kMaxUpdates, kTimeLimit, kPatience, kInterrupted };
+const char* describe(StopReason reason);
+
+/// The paper's training recipe (§5): Adam(0.9, 0.98, 1e-9), the warmup schedule, label
+/// smoothing, token-count batches with gradient accumulation; validation, checkpoints, resume.
+class Trainer {
+ public:
+  /// Resumes from save_dir/checkpoint_last.pt when it exists (unless no_resume).
+  Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data, const torch::Device& device);
+
+  /// Trains until a stopping rule holds or `interrupted` becomes true; saves checkpoint_last.pt then.
+  StopReason run(const std::atomic<bool>& interrupted);
+
+  ValidationResult validate_model();
+  Transformer& model() { return model_; }
+  const TrainingProgress& progress() const { return progress_; }
+
+ private:
+  void train_update(const std::vector<std::vector<int64_t>>& batches, size_t first, size_t count);
+  void after_update(const std::vector<std::vector<int64_t>>& batches, bool epoch_end);
+  void validate_and_save(bool epoch_end);
+  void save(bool epoch_end, bool is_best);
+  void remove_old_checkpoints();
+  std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted) const;
+  void log_progress(size_t batches_in_epoch, bool force);
+
+  TrainOptions options_;
+  ModelConfig config_;
+  TrainingData data_;
+  torch::Device device_;
+  Transformer model_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  TrainingProgress progress_;
+  double session_start_ = 0;  // steady-clock seconds when run() began
+  double elapsed_at_start_ = 0;
+  // Running sums since the last log line.
+  double sum_loss_ = 0, sum_nll_ = 0;
+  int64_t sum_target_tokens_ = 0, sum_all_tokens_ = 0;
+  double last_log_time_ = 0;
+  int64_t last_saved_update_ = -1;  // the update of the newest checkpoint
+};
+
+}  // namespace tfm
