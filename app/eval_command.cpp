@@ -1,14 +1,213 @@
-// Placeholder until the scoring issue lands; replaced by the real `tfm eval`.
+// `tfm eval`: score a translation with BLEU and chrF exactly as sacreBLEU 2.6.0 does. Option
+// names are sacreBLEU's long options, so a sacreBLEU command line translates flag for flag.
+// Scoring the output of a model (--model/--src) comes with the decoding issue.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "app/command.h"
+#include "metrics/bleu.h"
+#include "metrics/chrf.h"
+#include "metrics/score_report.h"
+#include "metrics/segment_reader.h"
+#include "metrics/signature.h"
 
 namespace tfm {
+namespace {
+
+struct EvalCommandOptions {
+  std::string hyp;
+  std::vector<std::string> refs;
+  std::vector<std::string> metrics = {"bleu"};
+  std::string tokenize = "13a";
+  bool lowercase = false;
+  std::string smooth_method = "exp";
+  double smooth_value = 0.0;
+  bool has_smooth_value = false;
+  bool sentence_level = false;
+  int chrf_word_order = 0;
+  bool chrf_lowercase = false;
+  int width = 2;
+  bool json = false;
+};
+
+/// What to compute, built and validated from the flags before any file is read.
+struct EvalPlan {
+  bool bleu = false;
+  bool chrf = false;
+  BleuOptions bleu_options;
+  ChrfOptions chrf_options;
+};
+
+/// The segments to score: hyps[i] is scored against refs[r][i] for every reference file r.
+struct EvalInputs {
+  std::vector<std::string> hyps;
+  std::vector<std::vector<std::string>> refs;
+};
+
+EvalPlan make_plan(const EvalCommandOptions& options) {
+  EvalPlan plan;
+  for (const auto& metric : options.metrics) {
+    if (metric == "bleu") {
+      plan.bleu = true;
+    } else if (metric == "chrf") {
+      plan.chrf = true;
+    } else {
+      throw std::invalid_argument("--metrics " + metric + ": unknown metric (tfm computes bleu and chrf)");
+    }
+  }
+  if (options.sentence_level && plan.bleu && plan.chrf) {
+    throw std::invalid_argument("--sentence-level scores one metric at a time: give --metrics bleu or --metrics chrf");
+  }
+  int stdin_inputs = options.hyp == "-" ? 1 : 0;
+  for (const auto& ref : options.refs) stdin_inputs += ref == "-" ? 1 : 0;
+  if (stdin_inputs > 1) throw std::invalid_argument("only one of --hyp and --ref can read stdin ('-')");
+  if (options.width < 0 || options.width > 17) {
+    throw std::invalid_argument("--width " + std::to_string(options.width) + ": must be 0..17 decimals");
+  }
+  plan.bleu_options.tokenizer = parse_bleu_tokenizer(options.tokenize);
+  plan.bleu_options.lowercase = options.lowercase;
+  plan.bleu_options.smooth_method = parse_smooth_method(options.smooth_method);
+  if (options.has_smooth_value) plan.bleu_options.smooth_value = options.smooth_value;
+  plan.bleu_options.effective_order = options.sentence_level;  // as sacreBLEU's -sl does
+  validate(plan.bleu_options);
+  plan.chrf_options.word_order = options.chrf_word_order;
+  plan.chrf_options.lowercase = options.chrf_lowercase;
+  validate(plan.chrf_options);
+  return plan;
+}
+
+EvalInputs read_inputs(const EvalCommandOptions& options) {
+  EvalInputs inputs;
+  const std::string hyp_name = options.hyp == "-" ? "<stdin>" : options.hyp;
+  inputs.hyps = read_segments(options.hyp);
+  for (const auto& path : options.refs) {
+    inputs.refs.push_back(read_segments(path));
+    check_segment_counts(hyp_name, inputs.hyps.size(), path == "-" ? "<stdin>" : path, inputs.refs.back().size());
+  }
+  if (inputs.hyps.empty()) throw std::runtime_error(hyp_name + ": no segments to score (the file is empty)");
+  return inputs;
+}
+
+/// sacreBLEU's hint for tokenized output, which lowers BLEU: it warns from 100 such lines on.
+void warn_if_tokenized(const std::vector<std::string>& hyps) {
+  size_t tokenized = 0;
+  for (const auto& hyp : hyps) tokenized += hyp.size() >= 2 && hyp.compare(hyp.size() - 2, 2, " .") == 0 ? 1 : 0;
+  if (tokenized >= 100) {
+    spdlog::warn("{} hypothesis lines end in ' .': BLEU expects detokenized text (detokenize it, or ignore this "
+                 "if the text really is detokenized)", tokenized);
+  }
+}
+
+nlohmann::ordered_json report_header(const EvalCommandOptions& options, const EvalInputs& inputs) {
+  return {{"hyp", options.hyp}, {"refs", options.refs}, {"num_segments", inputs.hyps.size()},
+          {"level", options.sentence_level ? "sentence" : "corpus"}};
+}
+
+void print_json(const nlohmann::ordered_json& report) {
+  // indent 1 and raw UTF-8, like sacreBLEU's json.dumps(indent=1, ensure_ascii=False)
+  std::cout << report.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
+
+/// One line (or JSON object) per metric, each computed over the whole corpus.
+void print_corpus_scores(const EvalCommandOptions& options, const EvalPlan& plan, const EvalInputs& inputs) {
+  const size_t num_refs = inputs.refs.size();
+  std::vector<std::string> lines;
+  nlohmann::ordered_json scores = nlohmann::ordered_json::array();
+  if (plan.bleu) {
+    const BleuScore score = corpus_bleu(inputs.hyps, inputs.refs, plan.bleu_options);
+    const std::string signature = bleu_signature(plan.bleu_options, num_refs);
+    lines.push_back(bleu_line(score, signature, options.width));
+    scores.push_back(bleu_json(score, signature));
+  }
+  if (plan.chrf) {
+    const ChrfScore score = corpus_chrf(inputs.hyps, inputs.refs, plan.chrf_options);
+    const std::string signature = chrf_signature(plan.chrf_options, num_refs);
+    lines.push_back(chrf_line(score, plan.chrf_options, signature, options.width));
+    scores.push_back(chrf_json(score, plan.chrf_options, signature));
+  }
+  if (options.json) {
+    nlohmann::ordered_json report = report_header(options, inputs);
+    report["scores"] = scores;
+    print_json(report);
+    return;
+  }
+  for (const auto& line : align_on_equals(lines)) std::cout << line << '\n';
+}
+
+/// One score per segment, for the single metric asked for (sacreBLEU's -sl).
+void print_sentence_scores(const EvalCommandOptions& options, const EvalPlan& plan, const EvalInputs& inputs) {
+  const size_t num_refs = inputs.refs.size();
+  const std::string signature = plan.bleu ? bleu_signature(plan.bleu_options, num_refs)
+                                          : chrf_signature(plan.chrf_options, num_refs);
+  nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+  std::vector<std::string> refs(num_refs);
+  for (size_t i = 0; i < inputs.hyps.size(); ++i) {
+    for (size_t r = 0; r < num_refs; ++r) refs[r] = inputs.refs[r][i];
+    if (plan.bleu) {
+      const BleuScore score = sentence_bleu(inputs.hyps[i], refs, plan.bleu_options);
+      if (!options.json) std::cout << bleu_line(score, signature, options.width) << '\n';
+      segments.push_back(bleu_stats_json(score));
+    } else {
+      const ChrfScore score = sentence_chrf(inputs.hyps[i], refs, plan.chrf_options);
+      if (!options.json) std::cout << chrf_line(score, plan.chrf_options, signature, options.width) << '\n';
+      segments.push_back(chrf_stats_json(score, plan.chrf_options));
+    }
+  }
+  if (!options.json) return;
+  nlohmann::ordered_json metric = metric_json(plan.bleu ? "BLEU" : chrf_name(plan.chrf_options), signature);
+  metric["segments"] = segments;
+  nlohmann::ordered_json report = report_header(options, inputs);
+  report["scores"] = nlohmann::ordered_json::array({metric});
+  print_json(report);
+}
+
+void run_eval(const EvalCommandOptions& options) {
+  const EvalPlan plan = make_plan(options);
+  const EvalInputs inputs = read_inputs(options);
+  if (plan.bleu) warn_if_tokenized(inputs.hyps);
+  if (options.sentence_level) {
+    print_sentence_scores(options, plan, inputs);
+  } else {
+    print_corpus_scores(options, plan, inputs);
+  }
+  std::cout.flush();
+}
+
+}  // namespace
 
 void add_eval_command(CLI::App& app, CommandAction& action) {
-  CLI::App* command = app.add_subcommand("eval", "Score translations with BLEU and chrF (not available yet)");
-  command->allow_extras();
-  command->callback([&action] { action = [] { throw std::logic_error("`tfm eval` is not available yet"); }; });
+  auto options = std::make_shared<EvalCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "eval", "Score translations with BLEU and chrF exactly as sacreBLEU 2.6.0 does (same option names)");
+  command->add_option("--hyp", options->hyp, "System output, one segment per line (- for stdin; .gz, .sgm, .xml)")
+      ->required();
+  command->add_option("--ref", options->refs, "Reference file(s); line i of each translates line i of the source")
+      ->required();
+  command->add_option("--metrics", options->metrics, "bleu and/or chrf")->delimiter(',')->capture_default_str();
+  command->add_option("--tokenize", options->tokenize, "BLEU tokenizer: 13a, intl, char or none")
+      ->capture_default_str();
+  command->add_flag("--lowercase", options->lowercase, "Case-insensitive BLEU");
+  command->add_option("--smooth-method", options->smooth_method, "BLEU smoothing: exp, floor, add-k or none")
+      ->capture_default_str();
+  CLI::Option* smooth_value =
+      command->add_option("--smooth-value", options->smooth_value, "For floor (default 0.1) and add-k (default 1)");
+  command->add_flag("--sentence-level", options->sentence_level,
+                    "One score per segment, BLEU with effective order (one metric only)");
+  command->add_option("--chrf-word-order", options->chrf_word_order, "Word n-gram order of chrF (2 gives chrF++)")
+      ->capture_default_str();
+  command->add_flag("--chrf-lowercase", options->chrf_lowercase, "Case-insensitive chrF");
+  command->add_option("--width", options->width, "Decimals of printed scores (JSON has full precision)")
+      ->capture_default_str();
+  command->add_flag("--json", options->json, "Print one JSON object instead of text lines");
+  command->callback([options, smooth_value, &action] {
+    options->has_smooth_value = smooth_value->count() > 0;
+    action = [options] { run_eval(*options); };
+  });
 }
 
 }  // namespace tfm
