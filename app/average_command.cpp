@@ -2,13 +2,9 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <stdexcept>
-
-#include <torch/torch.h>
 
 #include "app/command.h"
-#include "model/model_file.h"
+#include "train/checkpoint_average.h"
 
 namespace tfm {
 namespace {
@@ -19,27 +15,8 @@ struct AverageOptions {
 };
 
 void run_average(const AverageOptions& options) {
-  if (options.inputs.size() < 2) throw std::invalid_argument("--inputs needs at least two checkpoints");
-  auto first = load_model_file(options.inputs.front(), torch::kCPU);
-  const nlohmann::json config = first.config;
-  torch::NoGradGuard no_grad;
-  auto sums = first.model->named_parameters();
-  std::vector<torch::Tensor> totals;
-  for (const auto& item : sums) totals.push_back(item.value().to(torch::kFloat64));
-  for (size_t i = 1; i < options.inputs.size(); ++i) {
-    const auto other = load_model_file(options.inputs[i], torch::kCPU);
-    if (nlohmann::json(other.config) != config) {
-      throw std::invalid_argument(options.inputs[i] + ": its architecture differs from " + options.inputs.front() + "'s");
-    }
-    if (other.tokenizer_proto != first.tokenizer_proto) {
-      throw std::invalid_argument(options.inputs[i] + ": its tokenizer differs from " + options.inputs.front() + "'s");
-    }
-    const auto params = other.model->named_parameters();
-    for (size_t p = 0; p < totals.size(); ++p) totals[p] += params[sums[p].key()].to(torch::kFloat64);
-  }
-  const double count = static_cast<double>(options.inputs.size());
-  for (size_t p = 0; p < totals.size(); ++p) sums[p].value().copy_(totals[p] / count);
-  save_model_file(options.output, first.model, first.tokenizer_proto);
+  auto averaged = average_checkpoints(options.inputs);
+  save_model_file(options.output, averaged.model, averaged.tokenizer_proto);
   spdlog::info("averaged {} checkpoints into {}", options.inputs.size(), options.output);
 }
 
