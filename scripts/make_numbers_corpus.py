@@ -53,7 +53,7 @@ def pair(number, adjective, noun, template):
     en_thing = "{} {} {}".format(english(number), ADJECTIVES[adjective][0], NOUNS[noun][0])
     de_thing = "{} {} {}".format(german(number), ADJECTIVES[adjective][1], NOUNS[noun][1])
     en, de = TEMPLATES[template]
-    return first_upper(en.format(en_thing)) + " .", first_upper(de.format(de_thing)) + " ."
+    return first_upper(en.format(en_thing)) + ".", first_upper(de.format(de_thing)) + "."
 
 
 def first_upper(text):
