@@ -1,8 +1,11 @@
 // `tfm eval`: score a translation with BLEU and chrF exactly as sacreBLEU 2.6.0 does. Option
 // names are sacreBLEU's long options, so a sacreBLEU command line translates flag for flag.
-// Scoring the output of a model (--model/--src) comes with the decoding issue.
+// With --model and --src it first translates the source (as `tfm translate` does) and also
+// reports the translation speed.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -10,6 +13,9 @@
 #include <vector>
 
 #include "app/command.h"
+#include "app/model_loading.h"
+#include "app/runtime_options.h"
+#include "decode/translator.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/score_report.h"
@@ -33,6 +39,13 @@ struct EvalCommandOptions {
   bool chrf_lowercase = false;
   int width = 2;
   bool json = false;
+  // Translate-and-score mode.
+  std::vector<std::string> models;
+  std::string src;
+  std::string output;  // where to keep the translations (optional)
+  std::string dtype = "float32";
+  TranslatorOptions translator;
+  RuntimeOptions runtime;
 };
 
 /// What to compute, built and validated from the flags before any file is read.
@@ -47,6 +60,9 @@ struct EvalPlan {
 struct EvalInputs {
   std::vector<std::string> hyps;
   std::vector<std::vector<std::string>> refs;
+  // Translate-and-score mode only.
+  double seconds = 0;
+  int64_t target_tokens = 0;
 };
 
 EvalPlan make_plan(const EvalCommandOptions& options) {
@@ -63,7 +79,11 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
   if (options.sentence_level && plan.bleu && plan.chrf) {
     throw std::invalid_argument("--sentence-level scores one metric at a time: give --metrics bleu or --metrics chrf");
   }
-  int stdin_inputs = options.hyp == "-" ? 1 : 0;
+  if (options.hyp.empty() == options.models.empty()) {
+    throw std::invalid_argument("give either --hyp (score a file) or --model with --src (translate, then score)");
+  }
+  if (!options.models.empty() && options.src.empty()) throw std::invalid_argument("--model needs --src");
+  int stdin_inputs = options.hyp == "-" || options.src == "-" ? 1 : 0;
   for (const auto& ref : options.refs) stdin_inputs += ref == "-" ? 1 : 0;
   if (stdin_inputs > 1) throw std::invalid_argument("only one of --hyp and --ref can read stdin ('-')");
   if (options.width < 0 || options.width > 17) {
@@ -81,16 +101,49 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
   return plan;
 }
 
+/// Translates --src with --model (one model or an ensemble); keeps the time it took.
+void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
+  const auto sources = read_segments(options.src);
+  auto translator_options = options.translator;
+  translator_options.precision = parse_precision(options.dtype);
+  validate(translator_options);
+  const auto device = resolve(options.runtime);
+  auto loaded = load_models(options.models, device);
+  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), translator_options, device);
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& translation : translator.translate(sources)) inputs.hyps.push_back(translation.text());
+  inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  inputs.target_tokens = translator.target_tokens();
+  if (!options.output.empty()) {
+    std::ofstream out(options.output);
+    for (const auto& hyp : inputs.hyps) out << hyp << '\n';
+    if (!out) throw std::runtime_error(options.output + ": cannot write");
+  }
+}
+
 EvalInputs read_inputs(const EvalCommandOptions& options) {
   EvalInputs inputs;
-  const std::string hyp_name = options.hyp == "-" ? "<stdin>" : options.hyp;
-  inputs.hyps = read_segments(options.hyp);
+  const bool translate = !options.models.empty();
+  const std::string hyp_name = translate ? options.src : options.hyp == "-" ? "<stdin>" : options.hyp;
+  if (translate) {
+    translate_source(options, inputs);
+  } else {
+    inputs.hyps = read_segments(options.hyp);
+  }
   for (const auto& path : options.refs) {
     inputs.refs.push_back(read_segments(path));
     check_segment_counts(hyp_name, inputs.hyps.size(), path == "-" ? "<stdin>" : path, inputs.refs.back().size());
   }
   if (inputs.hyps.empty()) throw std::runtime_error(hyp_name + ": no segments to score (the file is empty)");
   return inputs;
+}
+
+/// Translation speed, in translate-and-score mode.
+nlohmann::ordered_json speed_json(const EvalInputs& inputs) {
+  const double seconds = std::max(inputs.seconds, 1e-9);
+  return {{"sentences", inputs.hyps.size()}, {"seconds", inputs.seconds},
+          {"sentences_per_second", inputs.hyps.size() / seconds},
+          {"target_tokens_per_second", inputs.target_tokens / seconds}};
 }
 
 /// sacreBLEU's hint for tokenized output, which lowers BLEU: it warns from 100 such lines on.
@@ -104,7 +157,8 @@ void warn_if_tokenized(const std::vector<std::string>& hyps) {
 }
 
 nlohmann::ordered_json report_header(const EvalCommandOptions& options, const EvalInputs& inputs) {
-  return {{"hyp", options.hyp}, {"refs", options.refs}, {"num_segments", inputs.hyps.size()},
+  const std::string hyp = options.models.empty() ? options.hyp : "translation of " + options.src;
+  return {{"hyp", hyp}, {"refs", options.refs}, {"num_segments", inputs.hyps.size()},
           {"level", options.sentence_level ? "sentence" : "corpus"}};
 }
 
@@ -130,13 +184,21 @@ void print_corpus_scores(const EvalCommandOptions& options, const EvalPlan& plan
     lines.push_back(chrf_line(score, plan.chrf_options, signature, options.width));
     scores.push_back(chrf_json(score, plan.chrf_options, signature));
   }
+  const bool translated = !options.models.empty();
   if (options.json) {
     nlohmann::ordered_json report = report_header(options, inputs);
     report["scores"] = scores;
+    if (translated) report["speed"] = speed_json(inputs);
     print_json(report);
     return;
   }
   for (const auto& line : align_on_equals(lines)) std::cout << line << '\n';
+  if (translated) {
+    const auto speed = speed_json(inputs);
+    std::cout << fmt::format("speed: {} sentences in {:.2f} s = {:.1f} sentences/s, {:.1f} target subwords/s\n",
+                             inputs.hyps.size(), inputs.seconds, speed["sentences_per_second"].get<double>(),
+                             speed["target_tokens_per_second"].get<double>());
+  }
 }
 
 /// One score per segment, for the single metric asked for (sacreBLEU's -sl).
@@ -184,8 +246,7 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<EvalCommandOptions>();
   CLI::App* command = app.add_subcommand(
       "eval", "Score translations with BLEU and chrF exactly as sacreBLEU 2.6.0 does (same option names)");
-  command->add_option("--hyp", options->hyp, "System output, one segment per line (- for stdin; .gz, .sgm, .xml)")
-      ->required();
+  command->add_option("--hyp", options->hyp, "System output, one segment per line (- for stdin; .gz, .sgm, .xml)");
   command->add_option("--ref", options->refs, "Reference file(s); line i of each translates line i of the source")
       ->required();
   command->add_option("--metrics", options->metrics, "bleu and/or chrf")->delimiter(',')->capture_default_str();
@@ -204,6 +265,22 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
   command->add_option("--width", options->width, "Decimals of printed scores (JSON has full precision)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "Print one JSON object instead of text lines");
+  const std::string group = "Translate and score (instead of --hyp)";
+  command->add_option("--model,-m", options->models, "Model file(s) to translate --src with (several = ensemble)")
+      ->group(group);
+  command->add_option("--src", options->src, "Source segments to translate (.gz, .sgm, .xml)")->group(group);
+  command->add_option("--output,-o", options->output, "Also write the translations here")->group(group);
+  command->add_option("--beam", options->translator.search.beam, "Beam size")->capture_default_str()->group(group);
+  command->add_option("--lenpen", options->translator.search.length_penalty, "Length penalty alpha")
+      ->capture_default_str()->group(group);
+  command->add_option("--max-len-a", options->translator.search.max_len_a, "Max output length = a * src + b")
+      ->capture_default_str()->group(group);
+  command->add_option("--max-len-b", options->translator.search.max_len_b, "See --max-len-a")
+      ->capture_default_str()->group(group);
+  command->add_option("--max-tokens", options->translator.max_tokens, "Padded source subwords per batch")
+      ->capture_default_str()->group(group);
+  command->add_option("--dtype", options->dtype, "float32, bfloat16 or float16 (CUDA)")->capture_default_str()->group(group);
+  add_runtime_options(*command, options->runtime);
   command->callback([options, smooth_value, &action] {
     options->has_smooth_value = smooth_value->count() > 0;
     action = [options] { run_eval(*options); };
