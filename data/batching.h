@@ -1,0 +1,48 @@
+#pragma once
+// Batches by token count (§5.1: "each training batch contained a set of sentence pairs containing
+// approximately 25000 source tokens and 25000 target tokens"), as fairseq's --max-tokens.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "data/parallel_dataset.h"
+
+namespace tfm {
+
+/// How make_batches groups pairs.
+struct BatchingOptions {
+  int64_t max_tokens = 4096;   // bound on each side's padded size: sentences x (longest + 1)
+  int64_t max_sentences = 0;   // 0 = no limit
+  uint64_t seed = 1;           // with the epoch, fixes the batch order and composition
+};
+
+/// Throws std::invalid_argument naming the flag for a bad value.
+void validate(const BatchingOptions& options);
+
+/// Every pair in exactly one batch; each batch's padded size on each side, counting the eos/bos the
+/// collated tensors add (source len+1, target len+1), times the batch's sentence count, is <= max_tokens.
+/// Length-bucketed (pairs sorted by source then target length, ties in a random order that changes
+/// with the epoch, then cut greedily into the largest batches that fit), then batches shuffled
+/// deterministically from (seed, epoch): the same arguments give the same batches on any machine.
+/// Throws std::invalid_argument naming the pair when a single pair cannot fit in max_tokens.
+std::vector<std::vector<int64_t>> make_batches(const ParallelDataset& data, const BatchingOptions& options,
+                                               int64_t epoch);
+
+/// One batch as tensors (on the CPU), B = sentences, S/T = longest source/target + 1.
+struct Batch {
+  torch::Tensor source;      // [B, S] int64: tokens + eos, right-padded with kPadId
+  torch::Tensor target_in;   // [B, T] int64: bos + tokens, padded
+  torch::Tensor target_out;  // [B, T] int64: tokens + eos, padded
+  int64_t source_tokens = 0, target_tokens = 0;  // non-pad counts (target counts target_out)
+  std::vector<int64_t> indices;                  // dataset rows, in batch order
+};
+
+/// The tensors of pairs `indices` (in that order). Throws std::invalid_argument when `indices` is
+/// empty or names a pair outside the dataset.
+Batch collate(const ParallelDataset& data, const std::vector<int64_t>& indices);
+
+/// non-pad tokens / padded tokens over all batches, both sides (eos/bos counted as non-pad).
+double padding_efficiency(const ParallelDataset& data, const std::vector<std::vector<int64_t>>& batches);
+
+}  // namespace tfm
