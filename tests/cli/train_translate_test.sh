@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End to end from the command line: train a tiny model for a few updates, then translate, score,
+# average and resume with it, checking line accounting, streaming, formats and exit codes.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+python3 "$root/scripts/make_numbers_corpus.py" "$WORK/data" --train 400 --valid 20 --test 20
+exec_or_run() { "$@"; }
+train() {
+  exec_or_run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+    --valid-src "$WORK/data/valid.en" --valid-tgt "$WORK/data/valid.de" --save-dir "$WORK/model" \
+    --preset tiny --d-model 32 --d-ff 64 --vocab-size 120 --max-tokens 1024 --keep-last 2 --log-interval 5 "$@"
+}
+
+run train --max-updates 12 --save-interval-updates 6
+expect_code 0 "train"
+[ -z "$out" ] || fail "train wrote to stdout: $out"
+for f in checkpoint_last.pt checkpoint_best.pt metrics.jsonl; do
+  [ -s "$WORK/model/$f" ] || fail "train did not write $f"
+done
+model="$WORK/model/checkpoint_last.pt"
+
+# Exactly one output line per input line, whatever the line holds.
+long=$(printf 'I see two cats. %.0s' $(seq 1 60))
+printf 'I see two cats.\n\n   \n%s\nbad \xff\xfe bytes\nWe buy five dogs.' "$long" > "$WORK/odd.txt"
+"$TFM" translate --model "$model" --max-source-len 20 < "$WORK/odd.txt" > "$WORK/odd.out" 2> "$WORK/odd.err"
+code=$?
+expect_code 0 "translate odd input"
+[ "$(wc -l < "$WORK/odd.out")" = 6 ] || fail "6 input lines gave $(wc -l < "$WORK/odd.out") output lines"
+[ -z "$(sed -n 2p "$WORK/odd.out")" ] || fail "an empty line must give an empty line"
+grep -q "<stdin>:4: longer than --max-source-len" "$WORK/odd.err" || fail "no truncation warning naming line 4"
+
+# JSON lines and n-best.
+"$TFM" translate --model "$model" --format json --nbest 2 --beam 3 < "$WORK/data/test.en" > "$WORK/test.json" 2>/dev/null
+[ "$(wc -l < "$WORK/test.json")" = 20 ] || fail "json: expected 20 lines"
+python3 -c 'import json,sys; [json.loads(l)["nbest"][1]["score"] for l in open(sys.argv[1])]' "$WORK/test.json" ||
+  fail "json lines do not parse or lack n-best"
+"$TFM" translate --model "$model" --nbest 2 --beam 2 < "$WORK/data/test.en" > "$WORK/test.nbest" 2>/dev/null
+[ "$(grep -c ' ||| ' "$WORK/test.nbest")" = 40 ] || fail "n-best text: expected 40 'i ||| text ||| score' lines"
+
+# Streaming: a line written to a pipe that stays open is answered at once.
+mkfifo "$WORK/fifo"
+"$TFM" translate --model "$model" < "$WORK/fifo" > "$WORK/stream.out" 2>/dev/null &
+translator=$!
+exec 3> "$WORK/fifo"
+echo "I see two cats." >&3
+for _ in $(seq 1 100); do [ -s "$WORK/stream.out" ] && break; sleep 0.1; done
+[ "$(wc -l < "$WORK/stream.out")" = 1 ] || fail "streaming: no output while the input pipe stays open"
+exec 3>&-
+wait "$translator" || fail "streaming translate failed"
+
+# Scoring a model directly.
+run "$TFM" eval --model "$model" --src "$WORK/data/test.en" --ref "$WORK/data/test.de" --metrics bleu,chrf
+expect_code 0 "eval --model"
+expect_contains "$out" "BLEU|nrefs:1" "eval --model prints BLEU"
+expect_contains "$out" "sentences/s" "eval --model prints speed"
+
+# Averaging the two numbered checkpoints gives a model that translates.
+numbered=$(ls "$WORK/model"/checkpoint_*_*.pt | head -2)
+run "$TFM" average --inputs $numbered --output "$WORK/avg.pt"
+expect_code 0 "average"
+echo "We buy five dogs." | "$TFM" translate --model "$WORK/avg.pt" > "$WORK/avg.out" 2>/dev/null ||
+  fail "translate with the averaged model failed"
+
+# Errors: usage errors exit 2, file errors exit 3, all in one line.
+run "$TFM" translate --model "$WORK/missing.pt"
+expect_code 3 "missing model"
+expect_one_line_error "missing model"
+run "$TFM" translate --model "$model" --beam 0
+expect_code 2 "--beam 0"
+expect_one_line_error "--beam 0"
+if ! "$TFM" --version | grep -q "device(s) usable"; then
+  run "$TFM" translate --model "$model" --device cuda
+  expect_code 2 "--device cuda without a GPU"
+  expect_contains "$err" "CUDA is not usable" "--device cuda without a GPU"
+fi
+run train --max-updates 20 --max-len-ratio -1
+expect_code 2 "bad --max-len-ratio"
+
+# SIGINT saves checkpoint_last and exits 130; running again resumes from it.
+rm -rf "$WORK/model"
+# exec, so that $! is tfm itself and not a subshell (which would ignore SIGINT in the background).
+(exec_or_run() { exec "$@"; }; train --max-updates 100000 > /dev/null 2> "$WORK/sigint.err") &
+trainer=$!
+for _ in $(seq 1 300); do grep -q "train |" "$WORK/sigint.err" 2>/dev/null && break; sleep 0.1; done
+kill -INT "$trainer"
+wait "$trainer"
+code=$?
+[ "$code" = 130 ] || fail "SIGINT: exit code $code, expected 130 ($(tail -2 "$WORK/sigint.err"))"
+[ -s "$WORK/model/checkpoint_last.pt" ] || fail "SIGINT: no checkpoint_last.pt"
+run train --max-updates 1
+expect_code 0 "resume after SIGINT"
+expect_contains "$err" "resuming from" "resume after SIGINT"
+
+finish
