@@ -104,12 +104,7 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
 /// Translates --src with --model (one model or an ensemble); keeps the time it took.
 void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   const auto sources = read_segments(options.src);
-  auto translator_options = options.translator;
-  translator_options.precision = parse_precision(options.dtype);
-  validate(translator_options);
-  const auto device = resolve(options.runtime);
-  auto loaded = load_models(options.models, device);
-  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), translator_options, device);
+  Translator translator = open_translator(options.models, options.translator, options.dtype, options.runtime);
   const auto start = std::chrono::steady_clock::now();
   for (const auto& translation : translator.translate(sources)) inputs.hyps.push_back(translation.text());
   inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -13,13 +13,12 @@
 #include "runtime/capabilities.h"
 #include "runtime/threads.h"
 
-#ifdef TFM_WITH_JEMALLOC
-// Keep freed memory in jemalloc instead of returning it to the OS: on virtual machines
-// re-faulting pages costs ~10 us per 4 KiB and made training steps several times slower.
+// Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
+// returning it to the OS, where re-faulting pages costs ~10 us per 4 KiB on virtual machines
+// and made training steps several times slower (BENCHMARKS.md, allocator comparison).
 extern "C" {
 const char* malloc_conf = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1";
 }
-#endif
 
 namespace {
 

@@ -25,4 +25,13 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
   return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front())};
 }
 
+Translator open_translator(const std::vector<std::string>& paths, TranslatorOptions options,
+                           const std::string& dtype, const RuntimeOptions& runtime) {
+  options.precision = parse_precision(dtype);
+  validate(options);
+  const auto device = resolve(runtime);
+  auto loaded = load_models(paths, device);
+  return Translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
+}
+
 }  // namespace tfm

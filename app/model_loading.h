@@ -4,6 +4,8 @@
 
 #include <torch/types.h>
 
+#include "app/runtime_options.h"
+#include "decode/translator.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -16,5 +18,10 @@ struct LoadedModels {
 
 /// Loads one model file or several (an ensemble); all must carry the same tokenizer.
 LoadedModels load_models(const std::vector<std::string>& paths, const torch::Device& device);
+
+/// What `translate` and `eval --model` share: validates the options (--dtype by name), resolves
+/// the device, loads the model files and builds the translator.
+Translator open_translator(const std::vector<std::string>& paths, TranslatorOptions options,
+                           const std::string& dtype, const RuntimeOptions& runtime);
 
 }  // namespace tfm

@@ -34,6 +34,10 @@ void run_train(TrainCommandOptions& o) {
   check_supported(precision, device);
   std::filesystem::create_directories(o.train.save_dir);
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
+  if (o.train.require_resume && (o.train.no_resume || !std::filesystem::exists(last))) {
+    throw std::invalid_argument("--resume: " + (o.train.no_resume ? std::string("contradicts --no-resume")
+                                                                   : last + " does not exist"));
+  }
   std::optional<std::string> checkpoint_tokenizer;
   if (!o.train.no_resume && std::filesystem::exists(last)) {
     checkpoint_tokenizer = load_model_file(last, torch::kCPU).tokenizer_proto;
@@ -59,11 +63,11 @@ void run_train(TrainCommandOptions& o) {
 
 void add_data_options(CLI::App& cmd, TrainOptions& t) {
   const std::string group = "Data";
-  cmd.add_option("--train-src", t.train_src, "Source side (.gz, TSV with no --train-tgt, or a `tfm prepare` dir)")
+  cmd.add_option("--train-src", t.train_src, "Source side (.gz), or without --train-tgt a TSV file or `tfm prepare` dir")
       ->required()->group(group);
   cmd.add_option("--train-tgt", t.train_tgt, "Target side, aligned line by line")->group(group);
   cmd.add_option("--valid-src", t.valid_src, "Validation source")->group(group);
-  cmd.add_option("--valid-tgt", t.valid_tgt, "Validation target")->group(group);
+  cmd.add_option("--valid-tgt", t.valid_tgt, "Validation target (none: --valid-src is a TSV file)")->group(group);
   cmd.add_option("--spm", t.spm, "Existing SentencePiece model (default: train a joint one)")->group(group);
   cmd.add_option("--vocab-size", t.vocab_size, "Joint vocabulary size when training one")->capture_default_str()->group(group);
   cmd.add_option("--max-len", t.cleaning.max_len, "Drop pairs with a side longer than this (subwords)")
@@ -107,6 +111,8 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--save-dir", t.save_dir, "Directory for checkpoints and metrics.jsonl")->required()->group(group);
   cmd.add_option("--save-interval-updates", t.save_interval_updates, "Also checkpoint every N updates")->group(group);
   cmd.add_option("--keep-last", t.keep_last, "Numbered checkpoints to keep")->capture_default_str()->group(group);
+  cmd.add_flag("--resume", t.require_resume, "Continue from SAVE_DIR/checkpoint_last.pt (the default when it exists; "
+               "with this flag its absence is an error)")->group(group);
   cmd.add_flag("--no-resume", t.no_resume, "Start over even if SAVE_DIR/checkpoint_last.pt exists")->group(group);
   cmd.add_option("--log-interval", t.log_interval, "Updates between log lines (when stderr is not a terminal)")
       ->capture_default_str()->group(group);

@@ -58,12 +58,7 @@ void run_translate(const TranslateOptions& options) {
     throw std::invalid_argument("--format " + options.format + ": expected text or json");
   }
   if (options.buffer_size < 0) throw std::invalid_argument("--buffer-size must be >= 0");
-  auto translator_options = options.translator;
-  translator_options.precision = parse_precision(options.dtype);
-  validate(translator_options);
-  const auto device = resolve(options.runtime);
-  auto loaded = load_models(options.models, device);
-  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), translator_options, device);
+  Translator translator = open_translator(options.models, options.translator, options.dtype, options.runtime);
 
   LineStream input(options.input);
   std::ofstream file;
@@ -81,7 +76,7 @@ void run_translate(const TranslateOptions& options) {
       const size_t line_number = input.first_line_number() + i;
       if (translations[i].truncated) {
         spdlog::warn("{}:{}: longer than --max-source-len {} subwords; translated its beginning only",
-                     input.name(), line_number, translator_options.max_source_len);
+                     input.name(), line_number, options.translator.max_source_len);
       }
       write_result(out, translations[i], line_number, options);
     }

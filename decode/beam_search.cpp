@@ -202,9 +202,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
       }
       still_active.push_back(std::move(sentence));
     }
+    // While no sentence left the batch, every row stays within its sentence's block of K rows.
+    const bool same_source = still_active.size() == active.size();
     active = std::move(still_active);
     if (active.empty()) break;
-    state->reorder(torch::tensor(keep_rows, torch::kLong).to(device));
+    state->reorder(torch::tensor(keep_rows, torch::kLong).to(device), same_source);
     last_tokens = torch::tensor(next_tokens, torch::kLong).to(device);
     beam_scores = torch::tensor(next_scores, torch::kFloat32).to(device);
   }

@@ -10,14 +10,14 @@ namespace {
 class TransformerState : public Scorer::State {
  public:
   explicit TransformerState(DecoderState state) : state(std::move(state)) {}
-  void reorder(const torch::Tensor& rows) override { state.reorder(rows); }
+  void reorder(const torch::Tensor& rows, bool same_source) override { state.reorder(rows, same_source); }
   DecoderState state;
 };
 
 class EnsembleState : public Scorer::State {
  public:
-  void reorder(const torch::Tensor& rows) override {
-    for (auto& member : members) member->reorder(rows);
+  void reorder(const torch::Tensor& rows, bool same_source) override {
+    for (auto& member : members) member->reorder(rows, same_source);
   }
   std::vector<std::unique_ptr<Scorer::State>> members;
 };

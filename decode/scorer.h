@@ -20,7 +20,9 @@ class Scorer {
    public:
     virtual ~State() = default;
     /// Keeps rows `rows` ([N'] int64 indices into the current rows, repeats allowed), in order.
-    virtual void reorder(const torch::Tensor& rows) = 0;
+    /// `same_source`: each new row translates the same sentence as the row it comes from, and
+    /// row i of the result belongs to the same sentence as row i before (see DecoderState).
+    virtual void reorder(const torch::Tensor& rows, bool same_source = false) = 0;
   };
 
   virtual ~Scorer() = default;

@@ -4,7 +4,7 @@
 
 namespace tfm {
 
-void DecoderState::reorder(const torch::Tensor& rows) {
+void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
   const auto index = rows.to(memory_mask.device(), torch::kLong);
   auto select = [&](torch::Tensor& tensor) {
     if (tensor.defined()) tensor = tensor.index_select(0, index);
@@ -12,10 +12,11 @@ void DecoderState::reorder(const torch::Tensor& rows) {
   for (auto& layer : layers) {
     select(layer.self_k);
     select(layer.self_v);
+    if (same_memory) continue;
     select(layer.memory_k);
     select(layer.memory_v);
   }
-  select(memory_mask);
+  if (!same_memory) select(memory_mask);
 }
 
 }  // namespace tfm

@@ -20,7 +20,10 @@ struct DecoderState {
   int64_t step = 0;           // target tokens consumed so far (the next token's position)
 
   /// Keeps rows `rows` ([N'] int64 indices into the current rows, repeats allowed), in that order.
-  void reorder(const torch::Tensor& rows);
+  /// `same_memory`: every new row reads the encoder output its old row read (beam search moving
+  /// hypotheses among one sentence's beams), so the memory keys, values and mask, identical across
+  /// those rows, need no copy: at each step that saves copying [N, H, S, Dh] per layer twice.
+  void reorder(const torch::Tensor& rows, bool same_memory = false);
   int64_t rows() const { return memory_mask.size(0); }
 };
 

@@ -165,7 +165,7 @@ class ScriptedScorer : public Scorer {
 
   struct Prefixes : State {
     std::vector<std::vector<int64_t>> rows;
-    void reorder(const torch::Tensor& index) override {
+    void reorder(const torch::Tensor& index, bool /*same_source*/) override {
       std::vector<std::vector<int64_t>> next;
       for (int64_t i = 0; i < index.size(0); ++i) next.push_back(rows[index[i].item<int64_t>()]);
       rows = std::move(next);

@@ -12,7 +12,7 @@ void validate(const TrainOptions& o) {
   };
   require(!o.train_src.empty(), "--train-src is required");
   require(!o.save_dir.empty(), "--save-dir is required");
-  require(o.valid_src.empty() == o.valid_tgt.empty(), "--valid-src and --valid-tgt go together");
+  require(!o.valid_src.empty() || o.valid_tgt.empty(), "--valid-tgt needs --valid-src");
   require(o.vocab_size > 4, "--vocab-size must exceed the 4 special tokens");
   require(o.batching.max_tokens > 0, "--max-tokens must be > 0");
   require(o.update_freq >= 1, "--update-freq must be >= 1");

@@ -13,8 +13,8 @@ namespace tfm {
 /// Everything `tfm train` needs besides the model's architecture (model/model_config.h).
 struct TrainOptions {
   // Data
-  std::string train_src, train_tgt;   // raw text (gz/TSV) or, with train_tgt empty, a `tfm prepare` directory
-  std::string valid_src, valid_tgt;
+  std::string train_src, train_tgt;   // aligned text (.gz); train_tgt empty: a TSV file or a `tfm prepare` dir
+  std::string valid_src, valid_tgt;   // valid_tgt empty: valid_src is a TSV file
   std::string spm;                    // existing SentencePiece model; empty = train a joint one
   int64_t vocab_size = 8000;
   CleaningOptions cleaning;
@@ -39,6 +39,7 @@ struct TrainOptions {
   int64_t save_interval_updates = 0;  // numbered checkpoints every N updates (0 = epoch ends only)
   int64_t keep_last = 5;              // numbered checkpoints kept (the paper averaged the last 5)
   bool no_resume = false;             // start over even if checkpoint_last.pt exists
+  bool require_resume = false;        // --resume: fail unless checkpoint_last.pt exists
   int64_t log_interval = 50;          // updates between progress log lines (non-terminal stderr)
 };
 

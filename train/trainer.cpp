@@ -217,12 +217,15 @@ void Trainer::validate_and_save(bool epoch_end) {
     } else {
       ++progress_.validations_without_improvement;
     }
+    // At an epoch end the counter already names the next epoch; report the one just finished.
+    const int64_t epoch = progress_.epoch - (epoch_end ? 1 : 0);
     spdlog::info("valid | epoch {} | update {} | loss {:.3f} | ppl {:.2f} | bleu {:.2f} ({} sentences, beam {}) | "
                  "best {} {:.3f}{} | {:.1f} s",
-                 progress_.epoch - (epoch_end ? 1 : 0), progress_.update, result.loss, result.ppl, result.bleu,
+                 epoch, progress_.update, result.loss, result.ppl, result.bleu,
                  result.sentences, options_.valid_beam, options_.best_metric, progress_.best, is_best ? " (new)" : "",
                  now_seconds() - start);
-    append_metrics(options_.save_dir, {{"type", "valid"}, {"update", progress_.update}, {"epoch", progress_.epoch},
+    append_metrics(options_.save_dir, {{"type", "valid"}, {"update", progress_.update}, {"epoch", epoch},
+                                       {"epoch_end", epoch_end},
                                        {"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu},
                                        {"elapsed_s", elapsed_at_start_ + now_seconds() - session_start_}});
   }

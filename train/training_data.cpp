@@ -35,10 +35,12 @@ Tokenizer obtain_tokenizer(const TrainOptions& o, const std::optional<std::strin
   if (tokenizer_proto) return Tokenizer::from_serialized(*tokenizer_proto, "checkpoint tokenizer");
   if (!o.spm.empty()) return Tokenizer::from_file(o.spm);
   TokenizerTrainOptions trainer;
-  trainer.inputs = {o.train_src, o.train_tgt};  // one joint vocabulary (§5.1)
+  // One joint vocabulary (§5.1); a TSV file holds both sides already.
+  trainer.inputs = o.train_tgt.empty() ? std::vector<std::string>{o.train_src}
+                                       : std::vector<std::string>{o.train_src, o.train_tgt};
   trainer.vocab_size = o.vocab_size;
   trainer.seed = static_cast<uint32_t>(o.batching.seed);
-  spdlog::info("training a joint {}-piece SentencePiece model on {} and {}", o.vocab_size, o.train_src, o.train_tgt);
+  spdlog::info("training a joint {}-piece SentencePiece model on {} {}", o.vocab_size, o.train_src, o.train_tgt);
   return Tokenizer::from_serialized(train_tokenizer(trainer), "trained tokenizer");
 }
 
@@ -56,11 +58,7 @@ ParallelDataset prepare_logged(const std::string& source, const std::string& tar
 }  // namespace
 
 TrainingData load_training_data(const TrainOptions& o, const std::optional<std::string>& tokenizer_proto) {
-  if (o.train_tgt.empty()) {
-    if (!is_prepared_dir(o.train_src)) {
-      throw std::invalid_argument("--train-src " + o.train_src +
-                                  " without --train-tgt must be a `tfm prepare` directory");
-    }
+  if (o.train_tgt.empty() && is_prepared_dir(o.train_src)) {
     auto prepared = load_prepared(o.train_src);
     TrainingData data{std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
     if (!o.valid_src.empty()) data.valid = prepare_logged(o.valid_src, o.valid_tgt, "valid", data.tokenizer, o);
