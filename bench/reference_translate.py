@@ -15,7 +15,9 @@ What it mirrors, operation for operation (so that float32 translations are ident
   model/encoder.cpp, decoder.cpp
                          post-norm LayerNorm(x + sublayer(x)) or pre-norm x + sublayer(LayerNorm(x))
                          with a final LayerNorm; FFN w2(relu(w1 x)); an optional attention window;
-                         incremental decoding with a key/value cache grown by torch.cat each step
+                         incremental decoding with a key/value cache grown by torch.cat each step,
+                         reordered by index_select (the encoder's keys and values only when a
+                         sentence has left the batch: model/decoder_state.cpp)
   model/transformer.cpp  logits = h @ embedding.weight^T (tied) or output_projection (untied);
                          next-token log-probabilities in float32
   decode/beam_search.cpp GNMT length penalty ((5 + len) / 6)^alpha with len counting eos; maximum
@@ -331,12 +333,16 @@ class DecoderState:
         self.memory_mask = memory_mask  # [N, 1, 1, S]
         self.step = 0
 
-    def reorder(self, rows):  # rows: [N'] int64, repeats allowed
+    def reorder(self, rows, same_memory=False):
+        """Keeps rows `rows` ([N'] int64, repeats allowed). `same_memory`: every new row reads the
+        encoder output its old row read (beams moving within one sentence), so the memory keys,
+        values and mask, identical across those rows, are not copied."""
         for cache in self.layers:
-            for key, tensor in cache.items():
-                if tensor is not None:
-                    cache[key] = tensor.index_select(0, rows)
-        self.memory_mask = self.memory_mask.index_select(0, rows)
+            for key in ("self_k", "self_v") if same_memory else ("self_k", "self_v", "memory_k", "memory_v"):
+                if cache[key] is not None:
+                    cache[key] = cache[key].index_select(0, rows)
+        if not same_memory:
+            self.memory_mask = self.memory_mask.index_select(0, rows)
 
 
 class Transformer(nn.Module):
@@ -518,10 +524,11 @@ def beam_search(model, source, source_lengths, beam, alpha, max_len_a, max_len_b
             next_tokens += tokens
             next_scores += [log_prob for _, log_prob in sentence.beams]
             still_active.append(sentence)
+        same_source = len(still_active) == len(active)  # rows stay within their sentence's K rows
         active = still_active
         if not active:
             break
-        state.reorder(torch.tensor(keep_rows, dtype=torch.long))
+        state.reorder(torch.tensor(keep_rows, dtype=torch.long), same_source)
         last_tokens = torch.tensor(next_tokens, dtype=torch.long)
         beam_scores = torch.tensor(next_scores, dtype=torch.float32)
         step += 1

@@ -14,7 +14,7 @@ trap 'rm -rf "$out"' EXIT
 
 echo "date: $(date -u +%F) | machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "model: $model | input: $source_file ($(wc -l < "$source_file") lines) | beam $beam"
-printf '%-9s %12s %14s %12s %16s\n' dtype sentences/s subwords/s peak_MiB latency_ms(p50)
+printf '%-9s %12s %14s %12s %16s\n' dtype sentences/s subwords/s peak_MiB 'latency_ms(p50)'
 for dtype in float32 bfloat16; do
   /usr/bin/time -f '%M' -o "$out/rss" "$tfm" translate --model "$model" --beam "$beam" --dtype "$dtype" \
     < "$source_file" > "$out/hyp.$dtype" 2> "$out/log.$dtype"
