@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "app/command.h"
+#include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "decode/translator.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/score_report.h"
-#include "metrics/segment_reader.h"
+#include "text/segment_reader.h"
 #include "metrics/signature.h"
 
 namespace tfm {
@@ -43,8 +44,7 @@ struct EvalCommandOptions {
   std::vector<std::string> models;
   std::string src;
   std::string output;  // where to keep the translations (optional)
-  std::string dtype = "float32";
-  TranslatorOptions translator;
+  DecodingOptions decoding;
   RuntimeOptions runtime;
 };
 
@@ -104,7 +104,7 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
 /// Translates --src with --model (one model or an ensemble); keeps the time it took.
 void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   const auto sources = read_segments(options.src);
-  Translator translator = open_translator(options.models, options.translator, options.dtype, options.runtime);
+  Translator translator = open_translator(options.models, options.decoding, options.runtime);
   const auto start = std::chrono::steady_clock::now();
   for (const auto& translation : translator.translate(sources)) inputs.hyps.push_back(translation.text());
   inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -265,16 +265,7 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
       ->group(group);
   command->add_option("--src", options->src, "Source segments to translate (.gz, .sgm, .xml)")->group(group);
   command->add_option("--output,-o", options->output, "Also write the translations here")->group(group);
-  command->add_option("--beam", options->translator.search.beam, "Beam size")->capture_default_str()->group(group);
-  command->add_option("--lenpen", options->translator.search.length_penalty, "Length penalty alpha")
-      ->capture_default_str()->group(group);
-  command->add_option("--max-len-a", options->translator.search.max_len_a, "Max output length = a * src + b")
-      ->capture_default_str()->group(group);
-  command->add_option("--max-len-b", options->translator.search.max_len_b, "See --max-len-a")
-      ->capture_default_str()->group(group);
-  command->add_option("--max-tokens", options->translator.max_tokens, "Padded source subwords per batch")
-      ->capture_default_str()->group(group);
-  command->add_option("--dtype", options->dtype, "float32, bfloat16 or float16 (CUDA)")->capture_default_str()->group(group);
+  add_decoding_options(*command, options->decoding, group);
   add_runtime_options(*command, options->runtime);
   command->callback([options, smooth_value, &action] {
     options->has_smooth_value = smooth_value->count() > 0;

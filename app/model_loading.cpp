@@ -25,9 +25,10 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
   return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front())};
 }
 
-Translator open_translator(const std::vector<std::string>& paths, TranslatorOptions options,
-                           const std::string& dtype, const RuntimeOptions& runtime) {
-  options.precision = parse_precision(dtype);
+Translator open_translator(const std::vector<std::string>& paths, const DecodingOptions& decoding,
+                           const RuntimeOptions& runtime) {
+  TranslatorOptions options = decoding.translator;
+  options.precision = parse_precision(decoding.dtype);
   validate(options);
   const auto device = resolve(runtime);
   auto loaded = load_models(paths, device);

@@ -4,6 +4,7 @@
 
 #include <torch/types.h>
 
+#include "app/decoding_options.h"
 #include "app/runtime_options.h"
 #include "decode/translator.h"
 #include "model/transformer.h"
@@ -21,7 +22,7 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
 
 /// What `translate` and `eval --model` share: validates the options (--dtype by name), resolves
 /// the device, loads the model files and builds the translator.
-Translator open_translator(const std::vector<std::string>& paths, TranslatorOptions options,
-                           const std::string& dtype, const RuntimeOptions& runtime);
+Translator open_translator(const std::vector<std::string>& paths, const DecodingOptions& decoding,
+                           const RuntimeOptions& runtime);
 
 }  // namespace tfm

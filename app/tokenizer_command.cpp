@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "app/command.h"
-#include "data/line_reader.h"
+#include "text/line_reader.h"
 #include "runtime/threads.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_trainer.h"

@@ -74,6 +74,8 @@ void add_data_options(CLI::App& cmd, TrainOptions& t) {
       ->capture_default_str()->group(group);
   cmd.add_option("--max-len-ratio", t.cleaning.max_len_ratio, "Drop pairs whose length ratio exceeds this")
       ->capture_default_str()->group(group);
+  cmd.add_option("--max-sentences", t.batching.max_sentences, "Sentences per batch at most (0 = by --max-tokens only)")
+      ->capture_default_str()->group(group);
   cmd.add_option("--max-tokens", t.batching.max_tokens, "Padded subwords per side per batch (paper: ~25000)")
       ->capture_default_str()->group(group);
   cmd.add_option("--update-freq", t.update_freq, "Batches accumulated per update")->capture_default_str()->group(group);

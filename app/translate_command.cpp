@@ -10,9 +10,10 @@
 #include <stdexcept>
 
 #include "app/command.h"
+#include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
-#include "data/line_stream.h"
+#include "text/line_stream.h"
 #include "decode/translator.h"
 
 namespace tfm {
@@ -23,10 +24,9 @@ struct TranslateOptions {
   std::string input = "-";
   std::string output = "-";
   std::string format = "text";
-  std::string dtype = "float32";
   int64_t buffer_size = 0;
   RuntimeOptions runtime;
-  TranslatorOptions translator;
+  DecodingOptions decoding;
 };
 
 void write_result(std::ostream& out, const Translation& translation, size_t line_number, const TranslateOptions& o) {
@@ -36,14 +36,14 @@ void write_result(std::ostream& out, const Translation& translation, size_t line
       record["score"] = translation.nbest.front().score;
       record["tokens"] = translation.nbest.front().pieces;
     }
-    if (o.translator.search.nbest > 1) {
+    if (o.decoding.translator.search.nbest > 1) {
       record["nbest"] = nlohmann::json::array();
       for (const auto& c : translation.nbest) {
         record["nbest"].push_back({{"translation", c.text}, {"score", c.score}, {"tokens", c.pieces}});
       }
     }
     out << record.dump() << '\n';
-  } else if (o.translator.search.nbest > 1) {
+  } else if (o.decoding.translator.search.nbest > 1) {
     // Moses/Marian n-best format: one line per alternative, numbered from 0 by input line.
     for (const auto& c : translation.nbest) {
       out << line_number - 1 << " ||| " << c.text << " ||| " << std::fixed << std::setprecision(4) << c.score << '\n';
@@ -58,7 +58,7 @@ void run_translate(const TranslateOptions& options) {
     throw std::invalid_argument("--format " + options.format + ": expected text or json");
   }
   if (options.buffer_size < 0) throw std::invalid_argument("--buffer-size must be >= 0");
-  Translator translator = open_translator(options.models, options.translator, options.dtype, options.runtime);
+  Translator translator = open_translator(options.models, options.decoding, options.runtime);
 
   LineStream input(options.input);
   std::ofstream file;
@@ -76,7 +76,7 @@ void run_translate(const TranslateOptions& options) {
       const size_t line_number = input.first_line_number() + i;
       if (translations[i].truncated) {
         spdlog::warn("{}:{}: longer than --max-source-len {} subwords; translated its beginning only",
-                     input.name(), line_number, options.translator.max_source_len);
+                     input.name(), line_number, options.decoding.translator.max_source_len);
       }
       write_result(out, translations[i], line_number, options);
     }
@@ -97,29 +97,13 @@ void add_translate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--model,-m", o.models, "Model file(s) from `tfm train`; several = ensemble")->required();
   cmd->add_option("--input,-i", o.input, "Text to translate (- = stdin, .gz allowed)")->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Where to write translations (- = stdout)")->capture_default_str();
-  cmd->add_option("--beam", o.translator.search.beam, "Beam size (1 = greedy)")->capture_default_str();
-  cmd->add_option("--lenpen", o.translator.search.length_penalty, "Length penalty alpha: ((5+len)/6)^alpha")
-      ->capture_default_str();
-  cmd->add_option("--max-len-a", o.translator.search.max_len_a, "Max output length = a * source length + b")
-      ->capture_default_str();
-  cmd->add_option("--max-len-b", o.translator.search.max_len_b, "See --max-len-a")->capture_default_str();
-  cmd->add_option("--nbest", o.translator.search.nbest, "Alternatives per sentence (text: Moses n-best format)")
-      ->capture_default_str();
-  cmd->add_option("--unk-penalty", o.translator.search.unk_penalty, "Subtracted from unk's log-probability")
-      ->capture_default_str();
-  cmd->add_option("--no-repeat-ngram", o.translator.search.no_repeat_ngram, "Never repeat an n-gram of this size")
-      ->capture_default_str();
-  cmd->add_option("--max-tokens", o.translator.max_tokens, "Padded source subwords per batch")->capture_default_str();
-  cmd->add_option("--batch-size", o.translator.batch_size, "Sentences per batch (0 = by --max-tokens only)")
-      ->capture_default_str();
-  cmd->add_option("--max-source-len", o.translator.max_source_len, "Longer inputs are truncated, with a warning")
+  add_decoding_options(*cmd, o.decoding);
+  cmd->add_option("--nbest", o.decoding.translator.search.nbest, "Alternatives per sentence (text: Moses n-best format)")
       ->capture_default_str();
   cmd->add_option("--buffer-size", o.buffer_size,
                   "Lines read before translating (0 = as many as are ready, up to 4000)")
       ->capture_default_str();
   cmd->add_option("--format", o.format, "text or json (one JSON object per line)")->capture_default_str();
-  cmd->add_option("--dtype", o.dtype, "float32, bfloat16 (CPUs with AVX512-BF16, CUDA) or float16 (CUDA)")
-      ->capture_default_str();
   add_runtime_options(*cmd, o.runtime);
   cmd->callback([options, &action] { action = [options] { run_translate(*options); }; });
 }

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 namespace {

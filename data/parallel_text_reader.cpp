@@ -3,9 +3,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "data/line_reader.h"
-#include "metrics/segment_reader.h"
-#include "metrics/unicode_text.h"
+#include "text/line_reader.h"
+#include "text/segment_reader.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 
@@ -30,7 +30,7 @@ std::string count_mismatch(const std::string& source_path, int64_t source_count,
 /// Reads a line and checks it is UTF-8; false at end of file.
 bool next_checked(LineReader& reader, std::string& line) {
   if (!reader.next(line)) return false;
-  check_utf8(line, reader.path(), reader.line_number());
+  check_utf8(line, reader.where());
   return true;
 }
 
@@ -122,14 +122,6 @@ class SegmentPairs : public ParallelTextReader::Source {
 };
 
 }  // namespace
-
-void check_utf8(const std::string& text, const std::string& path, int64_t line) {
-  size_t bad = 0;
-  if (!is_valid_utf8(text, &bad)) {
-    throw std::runtime_error(path + ":" + std::to_string(line) + ": not valid UTF-8 (byte " + std::to_string(bad + 1) +
-                             " of the line); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
-  }
-}
 
 ParallelTextReader ParallelTextReader::open_files(const std::string& source_path, const std::string& target_path) {
   if (is_sgml_path(source_path) || is_sgml_path(target_path)) {

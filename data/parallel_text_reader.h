@@ -52,7 +52,4 @@ class ParallelTextReader {
   int64_t pairs_read_ = 0;
 };
 
-/// Throws std::runtime_error "`path`:`line`: not valid UTF-8 ..." unless `text` is well-formed UTF-8.
-void check_utf8(const std::string& text, const std::string& path, int64_t line);
-
 }  // namespace tfm

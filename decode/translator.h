@@ -46,7 +46,6 @@ class Translator {
   /// One Translation per line, in the order given.
   std::vector<Translation> translate(const std::vector<std::string>& lines);
 
-  const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
 
  private:

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "metrics/unicode_text.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "metrics/unicode_text.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 namespace {

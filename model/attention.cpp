@@ -43,7 +43,8 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& 
     torch::nn::init::xavier_uniform_(out_proj->weight);
     out_proj->bias.zero_();
   }
-  scorer = register_module("scorer", AttentionScorer(options.score(), options.heads(), d / options.heads()));
+  scorer = register_module(
+      "scorer", AttentionScorer(AttentionScorerOptions(options.score(), options.heads(), d / options.heads())));
 }
 
 std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tensor& projected, int64_t n) const {

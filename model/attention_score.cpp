@@ -6,8 +6,11 @@
 
 namespace tfm {
 
-AttentionScorerImpl::AttentionScorerImpl(AttentionScore kind, int64_t heads, int64_t head_dim)
-    : kind_(kind), head_dim_(head_dim) {
+AttentionScorerImpl::AttentionScorerImpl(const AttentionScorerOptions& options)
+    : kind_(options.kind()), head_dim_(options.head_dim()) {
+  const auto kind = options.kind();
+  const int64_t heads = options.heads();
+  const int64_t head_dim = options.head_dim();
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   switch (kind) {
     case AttentionScore::kGeneral:

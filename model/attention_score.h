@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include <torch/nn/module.h>
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -11,9 +12,17 @@ namespace tfm {
 
 /// How a query is compared with each key, per head: the compatibility function of §3.2.
 /// Scaled dot-product is the paper's; the others are the alternatives it discusses.
+struct AttentionScorerOptions {
+  AttentionScorerOptions(AttentionScore kind, int64_t heads, int64_t head_dim)
+      : kind_(kind), heads_(heads), head_dim_(head_dim) {}
+  TORCH_ARG(AttentionScore, kind);
+  TORCH_ARG(int64_t, heads);
+  TORCH_ARG(int64_t, head_dim);  // Dh = d_k
+};
+
 class AttentionScorerImpl : public torch::nn::Module {
  public:
-  AttentionScorerImpl(AttentionScore kind, int64_t heads, int64_t head_dim);
+  explicit AttentionScorerImpl(const AttentionScorerOptions& options);
 
   /// q: [B, H, T, Dh], k: [B, H, S, Dh] -> scores [B, H, T, S] (before masking and softmax)
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k);

@@ -3,19 +3,15 @@
 #include <torch/torch.h>
 
 #include "model/encoder.h"
+#include "model/layer_options.h"
 #include "model/masks.h"
 
 namespace tfm {
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config) : config_(config) {
-  const auto attention = MultiHeadAttentionOptions(config.d_model, config.heads)
-                             .dropout(config.attention_dropout)
-                             .score(config.score);
-  self_attention = register_module("self_attention", MultiHeadAttention(MultiHeadAttentionOptions(attention)
-                                                                             .self_attention(true)));
-  cross_attention = register_module("cross_attention", MultiHeadAttention(MultiHeadAttentionOptions(attention)
-                                                                               .self_attention(false)));
-  feed_forward = register_module("feed_forward", FeedForward(config.d_model, config.d_ff, config.relu_dropout));
+  self_attention = register_module("self_attention", MultiHeadAttention(self_attention_options(config)));
+  cross_attention = register_module("cross_attention", MultiHeadAttention(cross_attention_options(config)));
+  feed_forward = register_module("feed_forward", FeedForward(feed_forward_options(config)));
   self_attention_norm = register_module("self_attention_norm", make_layer_norm(config.d_model));
   cross_attention_norm = register_module("cross_attention_norm", make_layer_norm(config.d_model));
   feed_forward_norm = register_module("feed_forward_norm", make_layer_norm(config.d_model));

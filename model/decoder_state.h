@@ -24,7 +24,6 @@ struct DecoderState {
   /// hypotheses among one sentence's beams), so the memory keys, values and mask, identical across
   /// those rows, need no copy: at each step that saves copying [N, H, S, Dh] per layer twice.
   void reorder(const torch::Tensor& rows, bool same_memory = false);
-  int64_t rows() const { return memory_mask.size(0); }
 };
 
 }  // namespace tfm

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "model/layer_options.h"
 #include "model/masks.h"
 
 namespace tfm {
@@ -11,12 +12,8 @@ torch::nn::LayerNorm make_layer_norm(int64_t d_model) {
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& config) : config_(config) {
-  self_attention = register_module(
-      "self_attention", MultiHeadAttention(MultiHeadAttentionOptions(config.d_model, config.heads)
-                                               .dropout(config.attention_dropout)
-                                               .score(config.score)
-                                               .self_attention(true)));
-  feed_forward = register_module("feed_forward", FeedForward(config.d_model, config.d_ff, config.relu_dropout));
+  self_attention = register_module("self_attention", MultiHeadAttention(self_attention_options(config)));
+  feed_forward = register_module("feed_forward", FeedForward(feed_forward_options(config)));
   self_attention_norm = register_module("self_attention_norm", make_layer_norm(config.d_model));
   feed_forward_norm = register_module("feed_forward_norm", make_layer_norm(config.d_model));
 }

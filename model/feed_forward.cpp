@@ -4,10 +4,10 @@
 
 namespace tfm {
 
-FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double relu_dropout)
-    : w1(register_module("w1", torch::nn::Linear(d_model, d_ff))),
-      w2(register_module("w2", torch::nn::Linear(d_ff, d_model))),
-      relu_dropout_(relu_dropout) {
+FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
+    : w1(register_module("w1", torch::nn::Linear(options_.d_model(), options_.d_ff()))),
+      w2(register_module("w2", torch::nn::Linear(options_.d_ff(), options_.d_model()))),
+      options(options_) {
   torch::NoGradGuard no_grad;
   for (auto* layer : {&w1, &w2}) {
     torch::nn::init::xavier_uniform_((*layer)->weight);
@@ -16,7 +16,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double relu_drop
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto hidden = torch::dropout(torch::relu(w1(x)), relu_dropout_, is_training());  // [B, T, d_ff]
+  const auto hidden = torch::dropout(torch::relu(w1(x)), options.relu_dropout(), is_training());  // [B, T, d_ff]
   return w2(hidden);
 }
 

@@ -38,7 +38,6 @@ struct ModelConfig {
   NormPlacement norm = NormPlacement::kPost;
   bool tie_embeddings = true;   // source, target and output projection share one matrix (§3.4)
 
-  int64_t head_dim() const { return d_model / heads; }
 };
 
 /// The paper's base (d_model 512, d_ff 2048, h 8, N 6) and big (1024, 4096, 16, 6, dropout 0.3)

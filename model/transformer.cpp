@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "model/masks.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "metrics/segment_reader.h"
+#include "text/segment_reader.h"
 #include "tests/test_support.h"
 
 namespace tfm::testing {

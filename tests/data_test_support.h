@@ -10,7 +10,7 @@
 
 #include "data/parallel_dataset.h"
 #include "tests/test_support.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_trainer.h"
 

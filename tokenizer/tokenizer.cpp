@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 namespace {

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "data/line_reader.h"
+#include "text/line_reader.h"
 #include "runtime/threads.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 // Exported by libsentencepiece but not declared in its public headers; without it the
 // trainer prints hundreds of progress lines to stderr.

@@ -14,7 +14,7 @@ void validate(const TrainOptions& o) {
   require(!o.save_dir.empty(), "--save-dir is required");
   require(!o.valid_src.empty() || o.valid_tgt.empty(), "--valid-tgt needs --valid-src");
   require(o.vocab_size > 4, "--vocab-size must exceed the 4 special tokens");
-  require(o.batching.max_tokens > 0, "--max-tokens must be > 0");
+  validate(o.batching);  // --max-tokens, --max-sentences
   require(o.update_freq >= 1, "--update-freq must be >= 1");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
   require(o.clip_norm >= 0, "--clip-norm must be >= 0");
@@ -33,7 +33,7 @@ void validate(const TrainOptions& o) {
 void to_json(nlohmann::json& json, const TrainOptions& o) {
   json = {{"train_src", o.train_src}, {"train_tgt", o.train_tgt}, {"valid_src", o.valid_src},
           {"valid_tgt", o.valid_tgt}, {"vocab_size", o.vocab_size}, {"max_len", o.cleaning.max_len},
-          {"max_len_ratio", o.cleaning.max_len_ratio}, {"max_tokens", o.batching.max_tokens},
+          {"max_len_ratio", o.cleaning.max_len_ratio}, {"max_tokens", o.batching.max_tokens}, {"max_sentences", o.batching.max_sentences},
           {"seed", o.batching.seed}, {"update_freq", o.update_freq}, {"lr_scheduler", o.lr.kind},
           {"lr_factor", o.lr.factor}, {"lr", o.lr.peak_lr}, {"warmup", o.lr.warmup},
           {"adam_betas", {o.adam_beta1, o.adam_beta2}}, {"adam_eps", o.adam_eps},

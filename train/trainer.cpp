@@ -17,7 +17,7 @@
 #include "model/loss.h"
 #include "model/model_file.h"
 #include "runtime/precision.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace fs = std::filesystem;
 
@@ -40,8 +40,11 @@ void copy_atomically(const fs::path& from, const fs::path& to) {
 }
 
 void append_metrics(const std::string& save_dir, const nlohmann::json& record) {
-  std::ofstream out(fs::path(save_dir) / "metrics.jsonl", std::ios::app);
+  const fs::path path = fs::path(save_dir) / "metrics.jsonl";
+  std::ofstream out(path, std::ios::app);
   out << record.dump() << '\n';
+  // A full disk must stop the run loudly, not leave a silently truncated log.
+  if (!out.flush()) throw std::runtime_error(path.string() + ": cannot write (disk full?)");
 }
 
 /// Source and reference texts of a tokenized split, for BLEU (decoded from the ids it holds).

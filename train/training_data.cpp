@@ -7,10 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "data/prepare_dataset.h"
+#include "data/prepare_corpus.h"
 #include "data/prepared_dir.h"
 #include "runtime/threads.h"
-#include "tokenizer/tokenizer_trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -31,28 +30,19 @@ nlohmann::json fingerprint(const TrainOptions& o, const std::string& tokenizer_o
           {"max_len", o.cleaning.max_len},   {"max_len_ratio", o.cleaning.max_len_ratio}};
 }
 
-Tokenizer obtain_tokenizer(const TrainOptions& o, const std::optional<std::string>& tokenizer_proto) {
-  if (tokenizer_proto) return Tokenizer::from_serialized(*tokenizer_proto, "checkpoint tokenizer");
-  if (!o.spm.empty()) return Tokenizer::from_file(o.spm);
-  TokenizerTrainOptions trainer;
-  // One joint vocabulary (§5.1); a TSV file holds both sides already.
-  trainer.inputs = o.train_tgt.empty() ? std::vector<std::string>{o.train_src}
-                                       : std::vector<std::string>{o.train_src, o.train_tgt};
-  trainer.vocab_size = o.vocab_size;
-  trainer.seed = static_cast<uint32_t>(o.batching.seed);
-  spdlog::info("training a joint {}-piece SentencePiece model on {} {}", o.vocab_size, o.train_src, o.train_tgt);
-  return Tokenizer::from_serialized(train_tokenizer(trainer), "trained tokenizer");
-}
-
-ParallelDataset prepare_logged(const std::string& source, const std::string& target, const std::string& name,
-                               const Tokenizer& tokenizer, const TrainOptions& o) {
-  PrepareOptions prepare;
-  prepare.cleaning = o.cleaning;
-  prepare.threads = available_cores();
-  auto split = prepare_split(source, target, tokenizer, prepare);
-  log_report(name, split.report, o.cleaning);
-  if (split.data.size() == 0) throw std::runtime_error(source + ": no pair left after cleaning (check --max-len)");
-  return std::move(split.data);
+/// --train-src/--train-tgt (or a TSV --train-src alone) as the shared preparation path sees them.
+PrepareCorpusOptions corpus_options(const TrainOptions& o) {
+  PrepareCorpusOptions corpus;
+  corpus.train = o.train_tgt.empty() ? CorpusFiles{"", "", o.train_src} : CorpusFiles{o.train_src, o.train_tgt, ""};
+  if (!o.valid_src.empty()) {
+    corpus.valid = o.valid_tgt.empty() ? CorpusFiles{"", "", o.valid_src} : CorpusFiles{o.valid_src, o.valid_tgt, ""};
+  }
+  corpus.spm = o.spm;
+  corpus.tokenizer.vocab_size = o.vocab_size;  // one joint vocabulary (§5.1)
+  corpus.tokenizer.seed = static_cast<uint32_t>(o.batching.seed);
+  corpus.prepare.cleaning = o.cleaning;
+  corpus.prepare.threads = available_cores();
+  return corpus;
 }
 
 }  // namespace
@@ -61,7 +51,10 @@ TrainingData load_training_data(const TrainOptions& o, const std::optional<std::
   if (o.train_tgt.empty() && is_prepared_dir(o.train_src)) {
     auto prepared = load_prepared(o.train_src);
     TrainingData data{std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
-    if (!o.valid_src.empty()) data.valid = prepare_logged(o.valid_src, o.valid_tgt, "valid", data.tokenizer, o);
+    if (!o.valid_src.empty()) {
+      const PrepareCorpusOptions corpus = corpus_options(o);  // raw validation text, the directory's tokenizer
+      data.valid = std::move(prepare_corpus_split(corpus.valid, "valid", data.tokenizer, corpus.prepare).data);
+    }
     return data;
   }
   const fs::path cache = fs::path(o.save_dir) / "prepared";
@@ -80,10 +73,12 @@ TrainingData load_training_data(const TrainOptions& o, const std::optional<std::
       return {std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
     }
   }
-  Tokenizer tokenizer = obtain_tokenizer(o, tokenizer_proto);
-  TrainingData data{tokenizer, prepare_logged(o.train_src, o.train_tgt, "train", tokenizer, o), std::nullopt};
-  if (!o.valid_src.empty()) data.valid = prepare_logged(o.valid_src, o.valid_tgt, "valid", tokenizer, o);
-  save_prepared(cache.string(), tokenizer, data.train, data.valid ? &*data.valid : nullptr);
+  std::optional<Tokenizer> given;
+  if (tokenizer_proto) given = Tokenizer::from_serialized(*tokenizer_proto, "checkpoint tokenizer");
+  PreparedCorpus corpus = prepare_corpus(corpus_options(o), cache, given);
+  TrainingData data{std::move(corpus.tokenizer), std::move(corpus.train.data), std::nullopt};
+  if (corpus.valid) data.valid = std::move(corpus.valid->data);
+  save_prepared(cache.string(), data.tokenizer, data.train, data.valid ? &*data.valid : nullptr);
   std::ofstream(cache / "inputs.json") << inputs.dump(2) << '\n';
   return data;
 }

@@ -1,4 +1,4 @@
-#include "data/line_stream.h"
+#include "text/line_stream.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "data/line_reader.h"
+#include "text/line_reader.h"
 
 namespace tfm {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <iostream>
 
-#include "data/line_reader.h"
+#include "text/line_reader.h"
 #include "tests/test_support.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 #include "tokenizer/tokenizer_trainer.h"
 
 namespace tfm {

@@ -8,7 +8,7 @@
 #include "model/embeddings.h"
 #include "model/loss.h"
 #include "tests/tensor_assert.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 namespace {

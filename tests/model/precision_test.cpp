@@ -6,7 +6,7 @@
 
 #include "model/transformer.h"
 #include "tests/tensor_assert.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 namespace {

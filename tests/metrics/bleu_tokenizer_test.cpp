@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "metrics/unicode_text.h"
+#include "text/unicode_text.h"
 #include "tests/test_support.h"
 
 namespace tfm {

@@ -9,7 +9,7 @@
 
 #include "decode/scorer.h"
 #include "model/transformer.h"
-#include "tokenizer/special_ids.h"
+#include "text/special_ids.h"
 
 namespace tfm {
 namespace {

@@ -11,6 +11,10 @@ namespace tfm {
 /// forms, no surrogates, nothing above U+10FFFF). On failure `bad_offset` is the first bad byte.
 bool is_valid_utf8(const std::string& text, size_t* bad_offset = nullptr);
 
+/// Throws std::runtime_error "<where>: not valid UTF-8 (byte N of the line); ..." when `line` is not
+/// well-formed UTF-8. `where` names the file and line ("corpus.de:17"). Every text reader calls this.
+void check_utf8(const std::string& line, const std::string& where);
+
 /// UTF-8 to code points. Throws std::invalid_argument on malformed UTF-8 (callers that read
 /// files check is_valid_utf8 first, so they can name the file and line).
 std::u32string utf8_to_u32(const std::string& text);

@@ -1,4 +1,4 @@
-#include "metrics/segment_reader.h"
+#include "text/segment_reader.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -1,4 +1,4 @@
-#include "data/line_reader.h"
+#include "text/line_reader.h"
 
 #include <unistd.h>
 #include <zlib.h>

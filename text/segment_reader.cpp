@@ -1,26 +1,17 @@
-#include "metrics/segment_reader.h"
+#include "text/segment_reader.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 
-#include "data/line_reader.h"
-#include "metrics/unicode_text.h"
+#include "text/line_reader.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 namespace {
 
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// Python reads the files with the strict UTF-8 codec; tfm fails the same way, but says where.
-void check_utf8(const std::string& line, const LineReader& reader) {
-  size_t bad = 0;
-  if (!is_valid_utf8(line, &bad)) {
-    throw std::runtime_error(reader.where() + ": not valid UTF-8 (byte " + std::to_string(bad + 1) +
-                             " of the line); convert the file to UTF-8");
-  }
 }
 
 std::string line_at(const std::string& text, size_t offset, const std::string& origin) {
@@ -108,14 +99,14 @@ std::vector<std::string> read_segments(const std::string& path) {
   std::string line;
   if (!is_sgml_path(path)) {
     while (reader.next(line)) {
-      check_utf8(line, reader);
+      check_utf8(line, reader.where());  // Python's strict codec fails here too
       segments.push_back(rstrip_python(line));
     }
     return segments;
   }
   std::string text;
   while (reader.next(line)) {
-    check_utf8(line, reader);
+    check_utf8(line, reader.where());  // Python's strict codec fails here too
     (text += line) += '\n';
   }
   return parse_sgml_segments(text, reader.path());

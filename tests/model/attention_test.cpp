@@ -150,7 +150,7 @@ class ScoreFunction : public ::testing::TestWithParam<AttentionScore> {};
 
 TEST_P(ScoreFunction, EqualsLoopComputation) {
   torch::manual_seed(4);
-  AttentionScorer scorer(GetParam(), /*heads=*/2, /*head_dim=*/4);
+  AttentionScorer scorer(AttentionScorerOptions(GetParam(), /*heads=*/2, /*head_dim=*/4));
   {
     torch::NoGradGuard no_grad;  // move parameters away from their initial values
     for (auto& p : scorer->parameters()) p.add_(torch::randn_like(p) * 0.3);

@@ -1,4 +1,4 @@
-#include "metrics/unicode_text.h"
+#include "text/unicode_text.h"
 
 #include <unicode/uchar.h>
 #include <unicode/ucasemap.h>
@@ -64,6 +64,14 @@ bool is_valid_utf8(const std::string& text, size_t* bad_offset) {
     i += length;
   }
   return true;
+}
+
+void check_utf8(const std::string& line, const std::string& where) {
+  size_t bad = 0;
+  if (!is_valid_utf8(line, &bad)) {
+    throw std::runtime_error(where + ": not valid UTF-8 (byte " + std::to_string(bad + 1) +
+                             " of the line); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+  }
 }
 
 std::u32string utf8_to_u32(const std::string& text) {

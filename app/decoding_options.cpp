@@ -1,0 +1,23 @@
+#include "app/decoding_options.h"
+
+namespace tfm {
+
+void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group) {
+  auto& search = options.translator.search;
+  auto add = [&](const std::string& name, auto& value, const std::string& help) {
+    CLI::Option* option = command.add_option(name, value, help)->capture_default_str();
+    if (!group.empty()) option->group(group);
+  };
+  add("--beam", search.beam, "Beam size (1 = greedy)");
+  add("--lenpen", search.length_penalty, "Length penalty alpha: ((5+len)/6)^alpha");
+  add("--max-len-a", search.max_len_a, "Max output length = a * source length + b");
+  add("--max-len-b", search.max_len_b, "See --max-len-a");
+  add("--unk-penalty", search.unk_penalty, "Subtracted from unk's log-probability");
+  add("--no-repeat-ngram", search.no_repeat_ngram, "Never repeat an n-gram of this size");
+  add("--max-tokens", options.translator.max_tokens, "Padded source subwords per batch");
+  add("--batch-size", options.translator.batch_size, "Sentences per batch (0 = by --max-tokens only)");
+  add("--max-source-len", options.translator.max_source_len, "Longer inputs are truncated, with a warning");
+  add("--dtype", options.dtype, "float32, bfloat16 (CPUs with AVX512-BF16, CUDA) or float16 (CUDA)");
+}
+
+}  // namespace tfm
