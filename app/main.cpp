@@ -11,6 +11,7 @@
 #include "app/command.h"
 #include "app/exit_codes.h"
 #include "runtime/capabilities.h"
+#include "runtime/kernels.h"
 #include "runtime/threads.h"
 
 // Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
@@ -25,6 +26,7 @@ namespace {
 struct GlobalOptions {
   std::string log_level = "info";
   int threads = 0;
+  bool plain_kernels = false;
 };
 
 void set_up_logging(const std::string& level) {
@@ -67,6 +69,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads for LibTorch (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--plain-kernels", global.plain_kernels,
+               "Run the paper's operations one by one (explicit attention, plain loss and Adam) instead of "
+               "fused kernels: the reference the fast path is tested and benchmarked against");
 
   tfm::CommandAction action;
   tfm::add_tokenizer_command(app, action);
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
   try {
     const int threads = tfm::configure_threads(global.threads);
     spdlog::debug("LibTorch intra-op threads: {}", threads);
+    tfm::set_fused_kernels(!global.plain_kernels);
     action();
     return tfm::kExitOk;
   } catch (const tfm::Interrupted& e) {

@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
+#include "runtime/kernels.h"
+
 namespace tfm {
 
 torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
@@ -70,7 +74,17 @@ std::tuple<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_kv(cons
 
 torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& mask) {
-  const auto context = attend(scorer(q, k), v, mask, options.dropout(), is_training());  // [B, H, T, Dh]
+  torch::Tensor context;  // [B, H, T, Dh]
+  if (options.score() == AttentionScore::kScaledDot && fused_kernels()) {
+    // The paper's score in one fused kernel (flash attention on CPU and CUDA): the [B, H, T, S]
+    // scores are never written out, and q, k, v are read through their strided head views.
+    // A query with every key masked gets zeros, as attend() gives.
+    std::optional<torch::Tensor> attn_mask;
+    if (mask.defined()) attn_mask = mask;
+    context = at::scaled_dot_product_attention(q, k, v, attn_mask, is_training() ? options.dropout() : 0.0);
+  } else {
+    context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
+  }
   const int64_t batch = context.size(0);
   const int64_t time = context.size(2);
   // Concat(head_1, ..., head_h) W^O: [B, H, T, Dh] -> [B, T, H*Dh]

@@ -11,12 +11,15 @@
 
 #include <torch/torch.h>
 
+#include "data/batch_prefetcher.h"
 #include "data/batching.h"
 #include "decode/translator.h"
 #include "metrics/bleu.h"
 #include "model/loss.h"
 #include "model/model_file.h"
+#include "runtime/kernels.h"
 #include "runtime/precision.h"
+#include "train/fused_adam.h"
 #include "text/special_ids.h"
 
 namespace fs = std::filesystem;
@@ -27,6 +30,9 @@ namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+/// total += value, starting from undefined.
+void add_to(torch::Tensor& total, const torch::Tensor& value) { total = total.defined() ? total + value : value; }
 
 void set_learning_rate(torch::optim::Adam& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
@@ -110,12 +116,12 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
                device_.str());
 }
 
-void Trainer::train_update(const std::vector<std::vector<int64_t>>& batches, size_t first, size_t count) {
+void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
   model_->train();
   const Precision precision = parse_precision(options_.dtype);
   int64_t tokens = 0;
-  for (size_t i = first; i < first + count; ++i) {
-    const Batch batch = collate(data_.train, batches[i]);
+  for (size_t i = 0; i < count; ++i) {
+    const Batch batch = batches.next();
     LossSums sums;
     {
       AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
@@ -123,21 +129,23 @@ void Trainer::train_update(const std::vector<std::vector<int64_t>>& batches, siz
       sums = label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
     }
     sums.loss.backward();
-    sum_loss_ += sums.loss.item<double>();
-    sum_nll_ += sums.nll.item<double>();
-    tokens += sums.tokens;
+    // Sums stay on the device until a log line needs them: no wait for the device per batch.
+    add_to(sum_loss_, sums.loss.detach());
+    add_to(sum_nll_, sums.nll);
+    tokens += batch.target_tokens;  // counted on the host when the batch was collated
     sum_all_tokens_ += batch.source_tokens + batch.target_tokens;
   }
   sum_target_tokens_ += tokens;
-  torch::NoGradGuard no_grad;
   // The summed loss over all accumulated batches, divided by their target tokens: a per-token
   // gradient however the update is split into batches.
-  for (auto& p : model_->parameters()) {
-    if (p.grad().defined()) p.mutable_grad().div_(static_cast<double>(std::max<int64_t>(tokens, 1)));
-  }
-  if (options_.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_norm);
+  auto gradients = gradients_of(model_->parameters());
+  scale_and_clip_gradients(gradients, 1.0 / static_cast<double>(std::max<int64_t>(tokens, 1)), options_.clip_norm);
   set_learning_rate(*optimizer_, learning_rate(options_.lr, progress_.update + 1));
-  optimizer_->step();
+  if (fused_kernels()) {
+    fused_adam_step(*optimizer_);
+  } else {
+    optimizer_->step();
+  }
   optimizer_->zero_grad();
 }
 
@@ -157,7 +165,7 @@ ValidationResult Trainer::validate_model() {
           label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
       loss += sums.loss.item<double>();
       nll += sums.nll.item<double>();
-      tokens += sums.tokens;
+      tokens += batch.target_tokens;
     }
     result.loss = loss / std::max<int64_t>(tokens, 1);
     result.nll = nll / std::max<int64_t>(tokens, 1);
@@ -253,8 +261,8 @@ void Trainer::log_progress(size_t batches_in_epoch, bool force) {
   if (!force && !(terminal ? now - last_log_time_ >= 1.0 : progress_.update % options_.log_interval == 0)) return;
   if (sum_target_tokens_ == 0) return;
   const double seconds = std::max(now - last_log_time_, 1e-9);
-  const double loss = sum_loss_ / sum_target_tokens_;
-  const double ppl = std::exp(sum_nll_ / sum_target_tokens_);
+  const double loss = sum_loss_.item<double>() / sum_target_tokens_;
+  const double ppl = std::exp(sum_nll_.item<double>() / sum_target_tokens_);
   const double lr = learning_rate(options_.lr, progress_.update);
   const double tokens_per_second = sum_all_tokens_ / seconds;
   const double elapsed = elapsed_at_start_ + now - session_start_;
@@ -277,7 +285,7 @@ void Trainer::log_progress(size_t batches_in_epoch, bool force) {
   append_metrics(options_.save_dir, {{"type", "train"}, {"update", progress_.update}, {"epoch", progress_.epoch},
                                      {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second},
                                      {"elapsed_s", elapsed}});
-  sum_loss_ = sum_nll_ = 0;
+  sum_loss_ = sum_nll_ = torch::Tensor();
   sum_target_tokens_ = sum_all_tokens_ = 0;
   last_log_time_ = now;
 }
@@ -310,10 +318,11 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
       return *stop;
     }
     const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);
+    BatchPrefetcher prefetcher(data_.train, batches, static_cast<size_t>(progress_.batch_in_epoch), device_);
     while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
       const auto first = static_cast<size_t>(progress_.batch_in_epoch);
       const size_t count = std::min<size_t>(options_.update_freq, batches.size() - first);
-      train_update(batches, first, count);
+      train_update(prefetcher, count);
       progress_.batch_in_epoch += static_cast<int64_t>(count);
       ++progress_.update;
       const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(batches.size());

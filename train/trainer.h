@@ -7,6 +7,7 @@
 #include <torch/optim/adam.h>
 #include <torch/types.h>
 
+#include "data/batch_prefetcher.h"
 #include "data/parallel_dataset.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
@@ -48,7 +49,7 @@ class Trainer {
   const TrainingProgress& progress() const { return progress_; }
 
  private:
-  void train_update(const std::vector<std::vector<int64_t>>& batches, size_t first, size_t count);
+  void train_update(BatchPrefetcher& batches, size_t count);
   void after_update(const std::vector<std::vector<int64_t>>& batches, bool epoch_end);
   void validate_and_save(bool epoch_end);
   void save(bool epoch_end, bool is_best);
@@ -66,7 +67,7 @@ class Trainer {
   double session_start_ = 0;  // steady-clock seconds when run() began
   double elapsed_at_start_ = 0;
   // Running sums since the last log line.
-  double sum_loss_ = 0, sum_nll_ = 0;
+  torch::Tensor sum_loss_, sum_nll_;  // on the device; read when a line is logged
   int64_t sum_target_tokens_ = 0, sum_all_tokens_ = 0;
   double last_log_time_ = 0;
   int64_t last_saved_update_ = -1;  // the update of the newest checkpoint

@@ -7,6 +7,7 @@
 
 #include "model/attention_score.h"
 #include "model/masks.h"
+#include "runtime/kernels.h"
 #include "tests/tensor_assert.h"
 
 namespace tfm {
@@ -79,6 +80,48 @@ TEST(MultiHeadAttention, CrossAttentionMatchesLibTorch) {
   EXPECT_TENSOR_NEAR(ours->forward(x, memory, padding_mask(source, 0)),
                      run_reference(reference, x, memory, source.eq(0), {}), 1e-5);
   EXPECT_TENSOR_NEAR(ours->forward(x, memory, torch::Tensor()), run_reference(reference, x, memory, {}, {}), 1e-5);
+}
+
+/// Output and input gradient of self-attention over x with `mask`, fused or plain kernels.
+std::pair<torch::Tensor, torch::Tensor> run_with_kernels(MultiHeadAttention& module, const torch::Tensor& x,
+                                                         const torch::Tensor& mask, bool fused) {
+  set_fused_kernels(fused);
+  const auto input = x.clone().requires_grad_(true);
+  const auto out = module->forward(input, mask);
+  out.pow(2).sum().backward();
+  set_fused_kernels(true);
+  return {out.detach(), input.grad()};
+}
+
+TEST(MultiHeadAttention, FusedKernelEqualsExplicitAttentionWithGradients) {
+  torch::manual_seed(4);
+  MultiHeadAttention module(MultiHeadAttentionOptions(kD, kHeads));
+  module->train();  // attention dropout is 0: training mode is deterministic
+  const auto x = torch::randn({3, 6, kD});
+  auto ids = torch::randint(4, 20, {3, 6}, torch::kLong);
+  ids.index_put_({1, torch::indexing::Slice(2)}, 0);
+  for (const auto& mask : {torch::Tensor(), padding_mask(ids, 0), padding_mask(ids, 0) & causal_mask(6, torch::kCPU)}) {
+    const auto [fused_out, fused_grad] = run_with_kernels(module, x, mask, true);
+    const auto [plain_out, plain_grad] = run_with_kernels(module, x, mask, false);
+    EXPECT_TENSOR_NEAR(fused_out, plain_out, 1e-5);
+    EXPECT_TENSOR_NEAR(fused_grad, plain_grad, 1e-4);
+  }
+}
+
+TEST(MultiHeadAttention, FusedKernelGivesZerosForFullyMaskedQueries) {
+  torch::manual_seed(5);
+  MultiHeadAttention module(MultiHeadAttentionOptions(kD, kHeads).self_attention(false));
+  module->eval();
+  const auto x = torch::randn({2, 3, kD});
+  const auto memory = torch::randn({2, 4, kD});
+  auto mask = torch::ones({2, 1, 1, 4}, torch::kBool);
+  mask[1].fill_(false);  // sentence 1 may attend to nothing
+  const auto out = module->forward(x, memory, mask);
+  set_fused_kernels(false);
+  const auto plain = module->forward(x, memory, mask);
+  set_fused_kernels(true);
+  EXPECT_FALSE(out.isnan().any().item<bool>());
+  EXPECT_TENSOR_NEAR(out, plain, 1e-5);
 }
 
 TEST(Attend, FullyMaskedRowGivesZerosNotNaN) {
