@@ -12,10 +12,11 @@ namespace tfm {
 struct DecodingOptions {
   TranslatorOptions translator;
   std::string dtype = "float32";
+  std::string quantize = "none";  // none | int8
 };
 
 /// Adds --beam, --lenpen, --max-len-a/-b, --unk-penalty, --no-repeat-ngram, --max-tokens,
-/// --batch-size, --max-source-len and --dtype, in help group `group` (empty = the default group).
+/// --batch-size, --max-source-len, --dtype and --quantize, in help group `group` (empty = the default group).
 void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group = "");
 
 }  // namespace tfm

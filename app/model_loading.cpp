@@ -29,6 +29,10 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
                            const RuntimeOptions& runtime) {
   TranslatorOptions options = decoding.translator;
   options.precision = parse_precision(decoding.dtype);
+  if (decoding.quantize != "none" && decoding.quantize != "int8") {
+    throw std::invalid_argument("--quantize " + decoding.quantize + ": expected none or int8");
+  }
+  options.quantize_int8 = decoding.quantize == "int8";
   validate(options);
   const auto device = resolve(runtime);
   auto loaded = load_models(paths, device);

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "decode/step_rules.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -27,44 +28,18 @@ struct SentenceSearch {
   std::vector<Hypothesis> finished;  // best first, at most K
 };
 
-int64_t max_output_length(int64_t source_length, const BeamOptions& options) {
-  const auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
-  return std::max<int64_t>(length, 1);
-}
 
-/// Rules every hypothesis obeys: never pad or bos; unk penalised; eos forced at the maximum length.
-/// log_probs: [N, V], N = sentences * K, modified in place.
-void apply_constraints(torch::Tensor& log_probs, const std::vector<SentenceSearch>& active, int64_t step,
-                       int64_t beam, const BeamOptions& options) {
-  log_probs.select(1, kPadId).fill_(kNegInf);
-  log_probs.select(1, kBosId).fill_(kNegInf);
-  if (options.unk_penalty != 0.0) log_probs.select(1, kUnkId).sub_(options.unk_penalty);
-  for (size_t a = 0; a < active.size(); ++a) {
-    if (step + 1 < active[a].max_len) continue;
-    auto rows = log_probs.narrow(0, static_cast<int64_t>(a) * beam, beam);  // [K, V]
-    const auto eos = rows.select(1, kEosId).clone();
-    rows.fill_(kNegInf);
-    rows.select(1, kEosId).copy_(eos);
-  }
-}
-
-/// Forbids tokens that would repeat an n-gram already in the hypothesis (CPU; off by default).
-void ban_repeated_ngrams(torch::Tensor& log_probs, const std::vector<SentenceSearch>& active, int64_t beam,
-                         int64_t n) {
-  for (size_t a = 0; a < active.size(); ++a) {
+/// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
+RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam) {
+  RowFacts facts;
+  for (const auto& sentence : active) {
+    const uint8_t at_max = step + 1 >= sentence.max_len ? 1 : 0;
     for (int64_t k = 0; k < beam; ++k) {
-      const auto& tokens = active[a].beams[k].tokens;
-      const auto size = static_cast<int64_t>(tokens.size());
-      if (size < n - 1) continue;
-      const int64_t row = static_cast<int64_t>(a) * beam + k;
-      for (int64_t start = 0; start + n <= size; ++start) {
-        // Does tokens[start, start+n-1) equal the last n-1 tokens? Then tokens[start+n-1] is banned.
-        if (std::equal(tokens.begin() + start, tokens.begin() + start + n - 1, tokens.end() - (n - 1))) {
-          log_probs[row][tokens[start + n - 1]] = kNegInf;
-        }
-      }
+      facts.force_eos.push_back(at_max);
+      facts.history.push_back(&sentence.beams[k].tokens);
     }
   }
+  return facts;
 }
 
 void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double log_prob, int64_t beam,
@@ -145,6 +120,11 @@ void validate(const BeamOptions& options) {
   if (options.no_repeat_ngram < 0) throw std::invalid_argument("--no-repeat-ngram must be >= 0");
 }
 
+int64_t max_output_length(int64_t source_length, const BeamOptions& options) {
+  const auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  return std::max<int64_t>(length, 1);
+}
+
 double length_penalty(int64_t length, double alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
 }
@@ -174,8 +154,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
 
   for (int64_t step = 0; !active.empty(); ++step) {
     auto log_probs = scorer.step(last_tokens, *state);  // [N, V], N = active * K
-    apply_constraints(log_probs, active, step, beam, options);
-    if (options.no_repeat_ngram > 0) ban_repeated_ngrams(log_probs, active, beam, options.no_repeat_ngram);
+    apply_step_rules(log_probs, row_facts(active, step, beam), options);
     const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({static_cast<int64_t>(active.size()), -1});
     const auto [top_scores, top_ids] = totals.topk(std::min<int64_t>(2 * beam, totals.size(1)));  // [A, 2K]
     const auto scores_cpu = top_scores.to(torch::kCPU).contiguous();

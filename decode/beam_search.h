@@ -33,6 +33,9 @@ struct Hypothesis {
 /// GNMT's length penalty ((5 + length) / 6)^alpha (Wu et al., 2016), length counting eos.
 double length_penalty(int64_t length, double alpha);
 
+/// Output tokens a sentence of `source_length` subwords may get, eos included (at least 1).
+int64_t max_output_length(int64_t source_length, const BeamOptions& options);
+
 /// Translates a batch. source: [B, S] (eos-terminated, pad-filled); source_lengths[b] is
 /// sentence b's subword count without eos, for the maximum output length. Returns, per sentence,
 /// up to `nbest` hypotheses, best first. Stops a sentence once no unfinished hypothesis can

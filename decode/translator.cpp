@@ -6,7 +6,9 @@
 
 #include <torch/torch.h>
 
+#include "decode/greedy_search.h"
 #include "decode/scorer.h"
+#include "model/linear.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -52,6 +54,9 @@ void validate(const TranslatorOptions& options) {
   if (options.max_tokens < 1) throw std::invalid_argument("--max-tokens must be >= 1");
   if (options.batch_size < 0) throw std::invalid_argument("--batch-size must be >= 0");
   if (options.max_source_len < 1) throw std::invalid_argument("--max-source-len must be >= 1");
+  if (options.quantize_int8 && options.precision != Precision::kFloat32) {
+    throw std::invalid_argument("--quantize int8 computes from float32 weights: use it with --dtype float32");
+  }
 }
 
 const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
@@ -69,6 +74,7 @@ Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, con
     model->eval();
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
     model->to(device_, scalar_type(options_.precision));
+    if (options_.quantize_int8) quantize_linear_layers_int8(*model);
   }
 }
 
@@ -107,7 +113,7 @@ void Translator::translate_batch(const std::vector<std::vector<int64_t>>& source
     lengths.push_back(static_cast<int64_t>(ids.size()));
   }
   auto scorer = make_scorer(models_);
-  const auto results = beam_search(*scorer, source.to(device_), lengths, options_.search);
+  const auto results = search(*scorer, source.to(device_), lengths, options_.search);
   for (int64_t b = 0; b < batch; ++b) {
     auto& translation = out[rows[b]];
     for (const auto& hypothesis : results[b]) {

@@ -18,6 +18,7 @@ struct TranslatorOptions {
   int64_t batch_size = 0;         // sentences per batch (0 = bounded by max_tokens only)
   int64_t max_source_len = 1024;  // longer inputs are truncated (and flagged)
   Precision precision = Precision::kFloat32;
+  bool quantize_int8 = false;     // int8 linear layers (CPU, float32 weights): model/linear.h
 };
 
 void validate(const TranslatorOptions& options);
@@ -39,7 +40,8 @@ struct Translation {
 /// runs beam search on one model or an ensemble, and restores the input order.
 class Translator {
  public:
-  /// Models are switched to evaluation mode, moved to `device` and, for bf16/fp16, converted.
+  /// Models are switched to evaluation mode, moved to `device` and, for bf16/fp16, converted;
+  /// with quantize_int8 their linear layers are packed as int8 (the models are changed in place).
   Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
              const torch::Device& device);
 

@@ -27,21 +27,21 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& 
   const int64_t d = options.d_model();
   TORCH_CHECK(d % options.heads() == 0, "d_model must be divisible by heads");
   if (options.self_attention()) {
-    in_proj = register_module("in_proj", torch::nn::Linear(d, 3 * d));
+    in_proj = register_module("in_proj", Linear(LinearOptions(d, 3 * d)));
     // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
     torch::NoGradGuard no_grad;
     for (const auto& block : in_proj->weight.chunk(3, 0)) torch::nn::init::xavier_uniform_(block);
     in_proj->bias.zero_();
   } else {
-    q_proj = register_module("q_proj", torch::nn::Linear(d, d));
-    kv_proj = register_module("kv_proj", torch::nn::Linear(d, 2 * d));
+    q_proj = register_module("q_proj", Linear(LinearOptions(d, d)));
+    kv_proj = register_module("kv_proj", Linear(LinearOptions(d, 2 * d)));
     torch::NoGradGuard no_grad;
     torch::nn::init::xavier_uniform_(q_proj->weight);
     for (const auto& block : kv_proj->weight.chunk(2, 0)) torch::nn::init::xavier_uniform_(block);
     q_proj->bias.zero_();
     kv_proj->bias.zero_();
   }
-  out_proj = register_module("out_proj", torch::nn::Linear(d, d));
+  out_proj = register_module("out_proj", Linear(LinearOptions(d, d)));
   {
     torch::NoGradGuard no_grad;
     torch::nn::init::xavier_uniform_(out_proj->weight);

@@ -3,10 +3,10 @@
 #include <tuple>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "model/linear.h"
 #include "model/attention_score.h"
 #include "model/model_config.h"
 
@@ -52,10 +52,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                              const torch::Tensor& mask);
 
   MultiHeadAttentionOptions options;
-  torch::nn::Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]
-  torch::nn::Linear q_proj{nullptr};    // cross-attention: W^Q, [D, D]
-  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [W^K; W^V], [2D, D]
-  torch::nn::Linear out_proj{nullptr};  // W^O, [D, D]
+  Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]
+  Linear q_proj{nullptr};    // cross-attention: W^Q, [D, D]
+  Linear kv_proj{nullptr};   // cross-attention: [W^K; W^V], [2D, D]
+  Linear out_proj{nullptr};  // W^O, [D, D]
   AttentionScorer scorer{nullptr};
 
  private:

@@ -31,14 +31,13 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
                                      int64_t step) {
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);  // each [N, H, 1, Dh]
-    cache.self_k = cache.self_k.defined() ? torch::cat({cache.self_k, k}, 2) : k;  // [N, H, step+1, Dh]
-    cache.self_v = cache.self_v.defined() ? torch::cat({cache.self_v, v}, 2) : v;
+    const auto [keys, values] = cache.append(k, v, step);  // each [N, H, step+1, Dh]
     // Earlier positions only exist in the cache, so causality needs no mask; a window does.
     torch::Tensor mask;
     if (config_.attention_window > 0) {
       mask = window_mask(1, step + 1, config_.attention_window, step, in.device());  // [1, 1, 1, step+1]
     }
-    return self_attention->attend_heads(q, cache.self_k, cache.self_v, mask);
+    return self_attention->attend_heads(q, keys, values, mask);
   };
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -8,8 +9,15 @@ namespace tfm {
 
 /// Keys and values one decoder layer keeps between incremental steps.
 struct LayerCache {
-  torch::Tensor self_k, self_v;      // [N, H, t, Dh]: grows by one position per step
+  // [capacity, N, H, Dh], positions 0..step-1 filled: preallocated and written in place, one
+  // position per step. Time-major, so that reordering rows copies the filled positions only.
+  torch::Tensor self_k, self_v;
   torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
+
+  /// Writes this step's key and value (each [N, H, 1, Dh]) at position `step`, growing the
+  /// buffers when full, and returns the keys and values of positions 0..step as [N, H, step+1, Dh]
+  /// views (no copy).
+  std::pair<torch::Tensor, torch::Tensor> append(const torch::Tensor& k, const torch::Tensor& v, int64_t step);
 };
 
 /// Everything incremental decoding carries from one step to the next. Rows are hypotheses

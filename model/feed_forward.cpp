@@ -5,8 +5,8 @@
 namespace tfm {
 
 FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
-    : w1(register_module("w1", torch::nn::Linear(options_.d_model(), options_.d_ff()))),
-      w2(register_module("w2", torch::nn::Linear(options_.d_ff(), options_.d_model()))),
+    : w1(register_module("w1", Linear(LinearOptions(options_.d_model(), options_.d_ff())))),
+      w2(register_module("w2", Linear(LinearOptions(options_.d_ff(), options_.d_model())))),
       options(options_) {
   torch::NoGradGuard no_grad;
   for (auto* layer : {&w1, &w2}) {

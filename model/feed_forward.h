@@ -2,10 +2,11 @@
 #include <cstdint>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
+
+#include "model/linear.h"
 
 namespace tfm {
 
@@ -23,8 +24,8 @@ class FeedForwardImpl : public torch::nn::Module {
   /// x: [B, T, D] -> [B, T, D]
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::nn::Linear w1{nullptr};  // [d_ff, D]
-  torch::nn::Linear w2{nullptr};  // [D, d_ff]
+  Linear w1{nullptr};  // [d_ff, D]
+  Linear w2{nullptr};  // [D, d_ff]
 
   FeedForwardOptions options;
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "decode/greedy_search.h"
 #include "decode/scorer.h"
 #include "model/transformer.h"
 #include "text/special_ids.h"
@@ -78,6 +79,59 @@ TEST(BeamSearch, BeamOneEqualsGreedyLoop) {
     ASSERT_EQ(result.size(), 1u);
     ASSERT_EQ(result[0].size(), 1u);
     EXPECT_EQ(result[0][0].tokens, greedy_reference(model, source_for(tokens), 10)) << "seed " << seed;
+  }
+}
+
+TEST(GreedySearch, EqualsTheGreedyLoopOverFullForwardPasses) {
+  for (int64_t seed = 0; seed < 6; ++seed) {
+    auto model = random_model(12, seed);
+    TransformerScorer scorer(model);
+    const std::vector<int64_t> tokens{5, 6, 7, 8};
+    BeamOptions options;
+    options.beam = 1;
+    options.max_len_b = 10;
+    const auto result = greedy_search(scorer, source_for(tokens), {4}, options);
+    ASSERT_EQ(result.size(), 1u);
+    ASSERT_EQ(result[0].size(), 1u);
+    const auto expected = greedy_reference(model, source_for(tokens), 10);
+    EXPECT_EQ(result[0][0].tokens, expected) << "seed " << seed;
+    const double log_prob = sequence_log_prob(model, source_for(tokens), expected);
+    EXPECT_NEAR(result[0][0].log_prob, log_prob, 1e-4) << "seed " << seed;
+    EXPECT_NEAR(result[0][0].score, log_prob / length_penalty(static_cast<int64_t>(expected.size()) + 1, 0.6), 1e-4);
+  }
+}
+
+TEST(GreedySearch, BatchedEqualsOneByOneAndRulesApply) {
+  auto model = random_model(15, 32);
+  TransformerScorer scorer(model);
+  const std::vector<std::vector<int64_t>> sentences = {{4, 5, 6}, {7, 8, 9, 10, 11, 12}, {13}, {6, 6, 6, 6}};
+  BeamOptions options;
+  options.beam = 1;
+  options.max_len_a = 1.5;
+  options.max_len_b = 3;
+  options.no_repeat_ngram = 2;
+  options.unk_penalty = 100;
+  int64_t longest = 0;
+  for (const auto& s : sentences) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.size()) + 1);
+  auto batch = torch::full({4, longest}, kPadId, torch::kLong);
+  std::vector<int64_t> lengths;
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    batch[b].narrow(0, 0, static_cast<int64_t>(sentences[b].size()) + 1).copy_(source_for(sentences[b])[0]);
+    lengths.push_back(static_cast<int64_t>(sentences[b].size()));
+  }
+  const auto batched = greedy_search(scorer, batch, lengths, options);
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    const auto alone = greedy_search(scorer, source_for(sentences[b]), {lengths[b]}, options);
+    EXPECT_EQ(batched[b][0].tokens, alone[0][0].tokens) << "sentence " << b;
+    EXPECT_NEAR(batched[b][0].score, alone[0][0].score, 1e-4) << "sentence " << b;
+    const auto& out = batched[b][0].tokens;
+    EXPECT_LT(static_cast<int64_t>(out.size()), max_output_length(lengths[b], options)) << "eos within the limit";
+    EXPECT_EQ(std::count(out.begin(), out.end(), kUnkId), 0) << "unk penalised away";
+    for (size_t i = 0; i + 3 < out.size(); ++i) {
+      for (size_t j = i + 1; j + 1 < out.size(); ++j) {
+        EXPECT_FALSE(out[i] == out[j] && out[i + 1] == out[j + 1]) << "bigram repeated in sentence " << b;
+      }
+    }
   }
 }
 
