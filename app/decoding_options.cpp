@@ -17,7 +17,8 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options, const std
   add("--max-tokens", options.translator.max_tokens, "Padded source subwords per batch");
   add("--batch-size", options.translator.batch_size, "Sentences per batch (0 = by --max-tokens only)");
   add("--max-source-len", options.translator.max_source_len, "Longer inputs are truncated, with a warning");
-  add("--dtype", options.dtype, "float32, bfloat16 (CPUs with AVX512-BF16, CUDA) or float16 (CUDA)");
+  add("--dtype", options.dtype,
+      "auto (bfloat16 where the CPU or GPU computes it natively, else float32), float32, bfloat16 or float16 (CUDA)");
   add("--quantize", options.quantize, "none, or int8: int8 linear layers on the CPU (faster, BLEU within ~0.3)");
 }
 

@@ -11,7 +11,7 @@ namespace tfm {
 /// precision, with one set of flags. --nbest is not here: it shapes `translate`'s output only.
 struct DecodingOptions {
   TranslatorOptions translator;
-  std::string dtype = "float32";
+  std::string dtype = "auto";
   std::string quantize = "none";  // none | int8
 };
 

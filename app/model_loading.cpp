@@ -28,13 +28,18 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
 Translator open_translator(const std::vector<std::string>& paths, const DecodingOptions& decoding,
                            const RuntimeOptions& runtime) {
   TranslatorOptions options = decoding.translator;
-  options.precision = parse_precision(decoding.dtype);
   if (decoding.quantize != "none" && decoding.quantize != "int8") {
     throw std::invalid_argument("--quantize " + decoding.quantize + ": expected none or int8");
   }
   options.quantize_int8 = decoding.quantize == "int8";
-  validate(options);
   const auto device = resolve(runtime);
+  // int8 computes from float32 weights: with --quantize int8, auto means float32.
+  const std::string dtype = options.quantize_int8 && decoding.dtype == "auto" ? "float32" : decoding.dtype;
+  const PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
+  spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
+  if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
+  options.precision = precision.precision;
+  validate(options);
   auto loaded = load_models(paths, device);
   return Translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
 }

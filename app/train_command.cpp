@@ -30,16 +30,24 @@ struct TrainCommandOptions {
 void run_train(TrainCommandOptions& o) {
   validate(o.train);
   const auto device = resolve(o.runtime);
-  const Precision precision = parse_precision(o.train.dtype);
-  check_supported(precision, device);
   std::filesystem::create_directories(o.train.save_dir);
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
+  const bool resuming = !o.train.no_resume && std::filesystem::exists(last);
+  if (resuming && o.train.dtype == "auto") {
+    // A resumed run keeps the precision it was started with unless --dtype says otherwise.
+    const auto recorded = read_train_options(last).value("dtype", std::string("auto"));
+    if (recorded != "auto") o.train.dtype = recorded;
+  }
+  const PrecisionChoice precision = choose_precision(o.train.dtype, device, probe_precision_support());
+  spdlog::info("precision: {}", precision.reason);
+  if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
+  o.train.dtype = to_string(precision.precision);  // recorded resolved, in checkpoints and metrics.jsonl
   if (o.train.require_resume && (o.train.no_resume || !std::filesystem::exists(last))) {
     throw std::invalid_argument("--resume: " + (o.train.no_resume ? std::string("contradicts --no-resume")
                                                                    : last + " does not exist"));
   }
   std::optional<std::string> checkpoint_tokenizer;
-  if (!o.train.no_resume && std::filesystem::exists(last)) {
+  if (resuming) {
     checkpoint_tokenizer = load_model_file(last, torch::kCPU).tokenizer_proto;
   }
   auto data = load_training_data(o.train, checkpoint_tokenizer);
@@ -94,7 +102,9 @@ void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);
   cmd.add_option("--label-smoothing", t.label_smoothing, "Label smoothing epsilon")->capture_default_str()->group(group);
   cmd.add_option("--clip-norm", t.clip_norm, "Clip the gradient norm (0 = off)")->capture_default_str()->group(group);
-  cmd.add_option("--dtype", t.dtype, "float32, bfloat16 (autocast; AVX512-BF16 CPUs, CUDA) or float16 (CUDA)")
+  cmd.add_option("--dtype", t.dtype,
+                 "auto (bfloat16 where the CPU or GPU computes it natively, else float32; a resumed run keeps "
+                 "its own), float32, bfloat16 (autocast) or float16 (CUDA)")
       ->capture_default_str()->group(group);
 }
 

@@ -4,6 +4,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "runtime/capabilities.h"
+
 namespace tfm {
 
 Precision parse_precision(const std::string& name) {
@@ -35,6 +37,36 @@ void check_supported(Precision precision, const torch::Device& device) {
   if (precision == Precision::kFloat16 && !device.is_cuda()) {
     throw std::invalid_argument("--dtype float16 needs a CUDA device; on CPU use bfloat16 or float32");
   }
+}
+
+PrecisionSupport probe_precision_support() {
+  const Capabilities caps = probe_capabilities();
+  return {caps.cpu_bf16, caps.cuda_bf16};
+}
+
+PrecisionChoice choose_precision(const std::string& requested, const torch::Device& device,
+                                 const PrecisionSupport& support) {
+  const bool cuda = device.is_cuda();
+  const bool bf16_native = cuda ? support.cuda_bf16 : support.cpu_bf16_native;
+  const std::string where = cuda ? "the CUDA device" : "the CPU";
+  PrecisionChoice choice;
+  if (requested == "auto") {
+    choice.precision = bf16_native ? Precision::kBFloat16 : Precision::kFloat32;
+    choice.reason = bf16_native ? "--dtype auto: bfloat16, since " + where + " computes it natively"
+                                : "--dtype auto: float32, since " + where + " has no native bfloat16" +
+                                      (cuda ? std::string() : std::string(" (no AVX512-BF16 or AMX)"));
+    return choice;
+  }
+  choice.precision = parse_precision(requested);
+  check_supported(choice.precision, device);
+  choice.reason = "--dtype " + to_string(choice.precision) + " as asked";
+  if (choice.precision == Precision::kBFloat16 && !bf16_native) {
+    choice.warning = cuda ? "--dtype bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
+                            "is slower than float32; --dtype auto picks the fast precision"
+                          : "--dtype bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
+                            "3x slower than float32 (measured on these machines); --dtype auto picks float32 here";
+  }
+  return choice;
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) : device_type_(device.type()) {

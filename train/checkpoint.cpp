@@ -64,6 +64,20 @@ void save_checkpoint(const std::string& path, Transformer& model, const std::str
   save_archive(archive, path);
 }
 
+nlohmann::json read_train_options(const std::string& path) {
+  auto archive = open_archive(path, torch::kCPU);
+  torch::serialize::InputArchive trainer;
+  c10::IValue options;
+  if (!archive.try_read("trainer", trainer) || !trainer.try_read("train_options", options) || !options.isString()) {
+    return nlohmann::json::object();
+  }
+  try {
+    return nlohmann::json::parse(options.toStringRef());
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error(path + ": damaged training options");
+  }
+}
+
 TrainingProgress restore_training_state(const std::string& path, torch::optim::Adam& optimizer,
                                         const torch::Device& device) {
   auto archive = open_archive(path, device);

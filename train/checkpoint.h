@@ -28,6 +28,10 @@ void save_checkpoint(const std::string& path, Transformer& model, const std::str
                      torch::optim::Adam& optimizer, const TrainingProgress& progress,
                      const nlohmann::json& train_options);
 
+/// The training options stored in checkpoint `path` (an empty object for a model file without
+/// training state). Throws std::runtime_error when the file cannot be read.
+nlohmann::json read_train_options(const std::string& path);
+
 /// Restores the optimizer, progress and random state from a checkpoint whose model part was
 /// loaded with load_model_file. Throws std::runtime_error naming the file if it has none (a
 /// model-only file, e.g. from `tfm average`).

@@ -25,7 +25,7 @@ struct TrainOptions {
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9;
   double label_smoothing = 0.1;
   double clip_norm = 0.0;             // 0 = no clipping
-  std::string dtype = "float32";
+  std::string dtype = "auto";           // auto | float32 | bfloat16 | float16; resolved by run_train
   // Stopping
   int64_t max_epochs = 0, max_updates = 0;  // 0 = unlimited
   double time_limit_minutes = 0;

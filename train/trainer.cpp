@@ -83,6 +83,8 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
                  const torch::Device& device)
     : options_(options), config_(config), data_(std::move(data)), device_(device) {
   validate(options_);
+  // "auto" resolved here too, for callers other than `tfm train` (which resolves and logs it first).
+  options_.dtype = to_string(choose_precision(options_.dtype, device_, probe_precision_support()).precision);
   fs::create_directories(options_.save_dir);
   const auto last = (fs::path(options_.save_dir) / "checkpoint_last.pt").string();
   const bool resume = !options_.no_resume && fs::exists(last);
@@ -283,7 +285,7 @@ void Trainer::log_progress(size_t batches_in_epoch, bool force) {
     spdlog::info("train | {}", line);
   }
   append_metrics(options_.save_dir, {{"type", "train"}, {"update", progress_.update}, {"epoch", progress_.epoch},
-                                     {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second},
+                                     {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second}, {"dtype", options_.dtype},
                                      {"elapsed_s", elapsed}});
   sum_loss_ = sum_nll_ = torch::Tensor();
   sum_target_tokens_ = sum_all_tokens_ = 0;
