@@ -12,6 +12,10 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options, const std
   add("--lenpen", search.length_penalty, "Length penalty alpha: ((5+len)/6)^alpha");
   add("--max-len-a", search.max_len_a, "Max output length = a * source length + b");
   add("--max-len-b", search.max_len_b, "See --max-len-a");
+  CLI::Option* early = command.add_flag("--early-stop", search.early_stop,
+                                        "End a sentence's beam search once it has --beam finished hypotheses "
+                                        "(fairseq's rule; faster) instead of once no live beam can win");
+  if (!group.empty()) early->group(group);
   add("--unk-penalty", search.unk_penalty, "Subtracted from unk's log-probability");
   add("--no-repeat-ngram", search.no_repeat_ngram, "Never repeat an n-gram of this size");
   add("--max-tokens", options.translator.max_tokens, "Padded source subwords per batch");

@@ -62,6 +62,7 @@ bool is_done(const SentenceSearch& sentence, int64_t generated, const BeamOption
   for (const auto& beam : sentence.beams) best_live = std::max(best_live, beam.log_prob);
   if (best_live == kNegInf || generated >= sentence.max_len) return true;
   if (static_cast<int64_t>(sentence.finished.size()) < options.nbest) return false;
+  if (options.early_stop && static_cast<int64_t>(sentence.finished.size()) >= options.beam) return true;
   double largest_penalty = 0.0;
   for (int64_t length = generated + 1; length <= sentence.max_len; ++length) {
     largest_penalty = std::max(largest_penalty, length_penalty(length, options.length_penalty));

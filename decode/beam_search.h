@@ -18,6 +18,10 @@ struct BeamOptions {
   int64_t nbest = 1;             // hypotheses returned per sentence (<= beam)
   double unk_penalty = 0.0;      // subtracted from unk's log-probability at every step
   int64_t no_repeat_ngram = 0;   // forbid repeating any n-gram of this size (0 = off)
+  /// When a sentence's search ends. false (default): once no live beam can still beat its n-best
+  /// finished ones under the length penalty (exact, may run long). true: as soon as it has `beam`
+  /// finished hypotheses (fairseq's rule; CTranslate2's with patience 1): faster, rarely different.
+  bool early_stop = false;
 };
 
 /// Throws std::invalid_argument naming the flag.

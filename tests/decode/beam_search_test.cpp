@@ -40,6 +40,18 @@ torch::Tensor source_for(const std::vector<int64_t>& tokens) {
   return torch::tensor(with_eos, torch::kLong).view({1, -1});
 }
 
+/// Sentences as one padded, eos-terminated batch [B, S]; `lengths` gets their subword counts.
+torch::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences, std::vector<int64_t>& lengths) {
+  int64_t longest = 0;
+  for (const auto& s : sentences) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.size()) + 1);
+  auto batch = torch::full({static_cast<int64_t>(sentences.size()), longest}, kPadId, torch::kLong);
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    batch[b].narrow(0, 0, static_cast<int64_t>(sentences[b].size()) + 1).copy_(source_for(sentences[b])[0]);
+    lengths.push_back(static_cast<int64_t>(sentences[b].size()));
+  }
+  return batch;
+}
+
 /// Sum of log p(y_t | y_<t) over y + eos, by teacher-forced full forward passes.
 double sequence_log_prob(Transformer& model, const torch::Tensor& source, const std::vector<int64_t>& tokens) {
   std::vector<int64_t> input{kBosId};
@@ -111,14 +123,8 @@ TEST(GreedySearch, BatchedEqualsOneByOneAndRulesApply) {
   options.max_len_b = 3;
   options.no_repeat_ngram = 2;
   options.unk_penalty = 100;
-  int64_t longest = 0;
-  for (const auto& s : sentences) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.size()) + 1);
-  auto batch = torch::full({4, longest}, kPadId, torch::kLong);
   std::vector<int64_t> lengths;
-  for (size_t b = 0; b < sentences.size(); ++b) {
-    batch[b].narrow(0, 0, static_cast<int64_t>(sentences[b].size()) + 1).copy_(source_for(sentences[b])[0]);
-    lengths.push_back(static_cast<int64_t>(sentences[b].size()));
-  }
+  const auto batch = batch_of(sentences, lengths);
   const auto batched = greedy_search(scorer, batch, lengths, options);
   for (size_t b = 0; b < sentences.size(); ++b) {
     const auto alone = greedy_search(scorer, source_for(sentences[b]), {lengths[b]}, options);
@@ -195,14 +201,8 @@ TEST(BeamSearch, BatchedEqualsOneByOne) {
   BeamOptions options;
   options.max_len_a = 1.5;
   options.max_len_b = 3;
-  int64_t longest = 0;
-  for (const auto& s : sentences) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.size()) + 1);
-  auto batch = torch::full({4, longest}, kPadId, torch::kLong);
   std::vector<int64_t> lengths;
-  for (size_t b = 0; b < sentences.size(); ++b) {
-    batch[b].narrow(0, 0, static_cast<int64_t>(sentences[b].size()) + 1).copy_(source_for(sentences[b])[0]);
-    lengths.push_back(static_cast<int64_t>(sentences[b].size()));
-  }
+  const auto batch = batch_of(sentences, lengths);
   const auto batched = beam_search(scorer, batch, lengths, options);
   for (size_t b = 0; b < sentences.size(); ++b) {
     const auto alone = beam_search(scorer, source_for(sentences[b]), {lengths[b]}, options);
@@ -266,6 +266,29 @@ TEST(BeamSearch, ScriptedNBestIsExact) {
   EXPECT_NEAR(result[1].score, std::log(0.4 * 0.9), 1e-6);
   EXPECT_EQ(result[2].tokens, (std::vector<int64_t>{}));
   EXPECT_NEAR(result[2].score, std::log(0.1), 1e-6);
+}
+
+TEST(BeamSearch, EarlyStopEndsOnceBeamHypothesesFinished) {
+  // Every step: eos 0.5, token 4 0.3, token 5 0.2. With K = 2 the first step finishes "eos" (the
+  // empty output) and extends 4; the second finishes "4" and extends 4 4. Early stop ends there,
+  // with two finished; the exact rule keeps going while a live beam could still win.
+  ScriptedScorer scorer(6, [](const std::vector<int64_t>&) {
+    return std::vector<double>{1e-9, 1e-9, 1e-9, 0.5, 0.3, 0.2};
+  });
+  BeamOptions options;
+  options.beam = 2;
+  options.nbest = 2;
+  options.length_penalty = 1.0;
+  options.max_len_b = 8;
+  options.early_stop = true;
+  const auto early = beam_search(scorer, source_for({4}), {1}, options);
+  ASSERT_EQ(early[0].size(), 2u);
+  EXPECT_EQ(early[0][0].tokens, std::vector<int64_t>{});
+  EXPECT_EQ(early[0][1].tokens, std::vector<int64_t>{4});
+  options.early_stop = false;
+  const auto exact = beam_search(scorer, source_for({4}), {1}, options);
+  ASSERT_EQ(exact[0].size(), 2u);
+  EXPECT_GE(exact[0][1].score, early[0][1].score) << "the exact rule never does worse";
 }
 
 TEST(BeamSearch, NoRepeatNgramAndUnkPenalty) {
