@@ -8,7 +8,8 @@
 #     float32/int8 on the same weights (bench/ct2_*.py, its own venv) with sentences/s, BLEU,
 #     lines identical to tfm float32, peak memory and batch-1 latency.
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
-#   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k)
+#   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
+#   UPDATES 0 skips training)
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL PREPARED_DIR [UPDATES]}
 model=${2:?model file}
@@ -19,6 +20,7 @@ python=${TFM_HOME:-$HOME/.cache/tfm}/venv/bin/python
 ct2_python=${TFM_HOME:-$HOME/.cache/tfm}/ct2-venv/bin/python
 data=${TFM_DATA_DIR:-$here/../../shared}/data/multi30k
 threads=${THREADS:-$(nproc)}
+"$python" -c 'import sentencepiece' 2> /dev/null || "$python" -m pip install -q sentencepiece  # for the references
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 zcat "$data/test_2016_flickr.en.gz" > "$out/test.en"
@@ -30,7 +32,7 @@ echo "model: $model | training data: $prepared | decoding: test_2016_flickr.en (
 
 echo
 echo "== machine: float32 matmul rate (4096^3 sgemm through LibTorch)"
-"$python" - "$threads" <<'PY'
+("$python" - "$threads" <<'PY'
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
 a, b = torch.randn(4096, 4096), torch.randn(4096, 4096)
@@ -38,15 +40,23 @@ a @ b
 best = min((lambda t0: (a @ b, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(5))
 print(f"sgemm: {2 * 4096**3 / best / 1e9:.1f} GFLOP/s")
 PY
+) | tee "$out/sgemm"
 
+if [ "$updates" -gt 0 ]; then
 echo
 echo "== training: small preset, float32, $updates updates of --max-tokens 4096 (same batches)"
-printf '%-28s %10s %12s %8s\n' engine seconds tokens/s ratio
+printf '%-28s %10s %12s %8s %10s %10s\n' engine seconds tokens/s ratio GFLOP/s of_sgemm
 "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
   --log-interval "$updates" --threads "$threads" > "$out/ref_train.log" 2>&1
-ref_tps=$(grep -oE '[0-9.]+ tok/s' "$out/ref_train.log" | tail -1 | cut -d' ' -f1)
-ref_s=$(grep -oE 'in [0-9.]+ s' "$out/ref_train.log" | tail -1 | cut -d' ' -f2)
-printf '%-28s %10s %12s %8s\n' "PyTorch reference" "$ref_s" "$ref_tps" "1.00"
+summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
+ref_tps=$(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1)
+ref_s=$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2)
+ref_gflops=$(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)
+sgemm=$(grep -oE '[0-9.]+' "$out/sgemm" | head -1)
+# Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
+flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
+  "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $sgemm" | bc -l)"; }
+flops_row "PyTorch reference" "$ref_s" "$ref_tps"
 for mode in plain fused; do
   flag=(); [ "$mode" = plain ] && flag=(--plain-kernels)
   rm -rf "$out/train-$mode"
@@ -54,8 +64,9 @@ for mode in plain fused; do
     --dtype float32 --max-updates "$updates" --log-interval "$updates" --keep-last 0 --valid-max-sentences 1 \
     > /dev/null 2> "$out/train-$mode.log"
   read -r seconds tps < <("$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], r["tokens_per_s"])' "$out/train-$mode/metrics.jsonl")
-  printf '%-28s %10.1f %12.0f %8.2f\n' "tfm $mode" "$seconds" "$tps" "$(echo "$tps / $ref_tps" | bc -l)"
+  flops_row "tfm $mode" "$seconds" "$tps"
 done
+fi
 
 echo
 echo "== decoding: beam 4, length penalty 0.6, max length source + 50"
