@@ -36,11 +36,12 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   // int8 computes from float32 weights: with --quantize int8, auto means float32.
   const std::string dtype = options.quantize_int8 && decoding.dtype == "auto" ? "float32" : decoding.dtype;
   const PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
-  spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
-  if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
   options.precision = precision.precision;
   validate(options);
   auto loaded = load_models(paths, device);
+  // Logged once the flags and files are known good, so a usage or file error stays one line.
+  spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
+  if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
   return Translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
 }
 

@@ -162,7 +162,7 @@ class BothKernels : public ::testing::TestWithParam<bool> {
   void TearDown() override { set_fused_kernels(true); }
 };
 INSTANTIATE_TEST_SUITE_P(Kernels, BothKernels, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "fused" : "plain"; });
+                         [](const ::testing::TestParamInfo<bool>& kernels) { return kernels.param ? "fused" : "plain"; });
 
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
   for (const double epsilon : {0.1, 0.0}) {
