@@ -83,8 +83,11 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
                  const torch::Device& device)
     : options_(options), config_(config), data_(std::move(data)), device_(device) {
   validate(options_);
-  // "auto" resolved here too, for callers other than `tfm train` (which resolves and logs it first).
-  options_.dtype = to_string(choose_precision(options_.dtype, device_, probe_precision_support()).precision);
+  // "auto" resolved here too, for callers other than `tfm train` (which resolves and logs it first);
+  // a named precision needs no probe of the hardware.
+  if (options_.dtype == "auto") {
+    options_.dtype = to_string(choose_precision("auto", device_, probe_precision_support()).precision);
+  }
   fs::create_directories(options_.save_dir);
   const auto last = (fs::path(options_.save_dir) / "checkpoint_last.pt").string();
   const bool resume = !options_.no_resume && fs::exists(last);
