@@ -147,7 +147,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
     active[b].beams[0].log_prob = 0.0;  // one live beam at the start; the others are empty slots
   }
   auto state = scorer.start(source);
-  state->reorder(torch::arange(batch, torch::kLong).repeat_interleave(beam).to(device));  // [B*K] rows
+  state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
   auto last_tokens = torch::full({batch * beam}, kBosId, torch::TensorOptions(torch::kLong).device(device));
   auto beam_scores = torch::tensor(std::vector<double>(batch * beam, kNegInf), torch::kFloat32);
   for (int64_t b = 0; b < batch; ++b) beam_scores[b * beam] = 0.0;

@@ -11,6 +11,7 @@ class TransformerState : public Scorer::State {
  public:
   explicit TransformerState(DecoderState state) : state(std::move(state)) {}
   void reorder(const torch::Tensor& rows, bool same_source) override { state.reorder(rows, same_source); }
+  void repeat_rows(int64_t /*rows*/, int64_t times) override { state.repeat_rows(times); }
   DecoderState state;
 };
 
@@ -18,6 +19,9 @@ class EnsembleState : public Scorer::State {
  public:
   void reorder(const torch::Tensor& rows, bool same_source) override {
     for (auto& member : members) member->reorder(rows, same_source);
+  }
+  void repeat_rows(int64_t rows, int64_t times) override {
+    for (auto& member : members) member->repeat_rows(rows, times);
   }
   std::vector<std::unique_ptr<Scorer::State>> members;
 };

@@ -23,6 +23,11 @@ class Scorer {
     /// `same_source`: each new row translates the same sentence as the row it comes from, and
     /// row i of the result belongs to the same sentence as row i before (see DecoderState).
     virtual void reorder(const torch::Tensor& rows, bool same_source = false) = 0;
+    /// Each of the `rows` rows becomes `times` consecutive rows (beam search's K hypotheses per
+    /// sentence). Afterwards, reorders that drop sentences keep each sentence's rows as one block.
+    virtual void repeat_rows(int64_t rows, int64_t times) {
+      reorder(torch::arange(rows, torch::kLong).repeat_interleave(times));
+    }
   };
 
   virtual ~Scorer() = default;

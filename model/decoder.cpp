@@ -28,7 +28,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask,
-                                     int64_t step) {
+                                     int64_t step, int64_t rows_per_memory) {
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);  // each [N, H, 1, Dh]
     const auto [keys, values] = cache.append(k, v, step);  // each [N, H, step+1, Dh]
@@ -41,8 +41,14 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
   };
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
-    return cross_attention->attend_heads(cross_attention->project_q(in), cache.memory_k, cache.memory_v,
-                                         memory_mask);
+    const auto q = cross_attention->project_q(in);  // [N, H, 1, Dh]
+    if (rows_per_memory == 1) return cross_attention->attend_heads(q, cache.memory_k, cache.memory_v, memory_mask);
+    // The K rows that share an encoder output become K query positions over that one copy:
+    // [N, H, 1, Dh] -> [M, H, K, Dh], so memory keys and values are never repeated K times.
+    const int64_t rows = q.size(0);
+    const auto grouped = q.reshape({rows / rows_per_memory, rows_per_memory, q.size(1), q.size(3)}).transpose(1, 2);
+    return cross_attention->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_mask)  // [M, K, D]
+        .reshape({rows, 1, -1});
   });
   return residual(h, feed_forward_norm, config_, is_training(),
                   [&](const torch::Tensor& in) { return feed_forward->forward(in); });
@@ -80,7 +86,8 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
 torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
   auto h = x;
   for (size_t i = 0; i < layers->size(); ++i) {
-    h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_mask, state.step);
+    h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_mask, state.step,
+                                               state.rows_per_memory);
   }
   ++state.step;
   return final_norm ? final_norm(h) : h;

@@ -24,13 +24,23 @@ struct LayerCache {
 /// (N = sentences x beam); beam search reorders, repeats or drops rows with reorder().
 struct DecoderState {
   std::vector<LayerCache> layers;
-  torch::Tensor memory_mask;  // [N, 1, 1, S]: true for real source tokens
+  torch::Tensor memory_mask;  // [M, 1, 1, S]: true for real source tokens
   int64_t step = 0;           // target tokens consumed so far (the next token's position)
+  // Rows per encoder output: row r reads memory r / rows_per_memory (memory_k, memory_v and
+  // memory_mask have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
+  // one copy of its encoder output instead of K.
+  int64_t rows_per_memory = 1;
+
+  /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
+  /// its encoder output; the memory is not copied.
+  void repeat_rows(int64_t times);
 
   /// Keeps rows `rows` ([N'] int64 indices into the current rows, repeats allowed), in that order.
   /// `same_memory`: every new row reads the encoder output its old row read (beam search moving
   /// hypotheses among one sentence's beams), so the memory keys, values and mask, identical across
   /// those rows, need no copy: at each step that saves copying [N, H, S, Dh] per layer twice.
+  /// With rows_per_memory K > 1, `rows` must come in blocks of K rows that read one memory (beam
+  /// search keeps each sentence's K hypotheses together); this is checked.
   void reorder(const torch::Tensor& rows, bool same_memory = false);
 };
 

@@ -132,6 +132,38 @@ TEST(Transformer, ReorderedStateEqualsReorderedBatch) {
   EXPECT_TENSOR_NEAR(reordered, model->step(next, fresh), 1e-6);
 }
 
+TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
+  // Beam search's K rows per sentence read one copy of the encoder output (repeat_rows), which
+  // must score exactly as K separate copies (reorder with repeats) through reorders and drops.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(3, 6, 23, 8);
+  const int64_t beam = 2;
+  auto shared = model->start_decoding(model->encode(source));
+  shared.repeat_rows(beam);
+  auto copied = model->start_decoding(model->encode(source));
+  copied.reorder(torch::arange(3, torch::kLong).repeat_interleave(beam));
+  ASSERT_EQ(shared.rows_per_memory, beam);
+  ASSERT_EQ(shared.layers.front().memory_k.size(0), 3);
+  ASSERT_EQ(copied.layers.front().memory_k.size(0), 6);
+
+  const auto bos = torch::full({6}, kBosId, torch::kLong);
+  EXPECT_TENSOR_NEAR(model->step(bos, shared), model->step(bos, copied), 1e-5);
+  const auto within = torch::tensor({1, 1, 2, 3, 5, 4}, torch::kLong);  // beams move inside their sentence
+  shared.reorder(within, /*same_memory=*/true);
+  copied.reorder(within, /*same_memory=*/true);
+  const auto next = torch::tensor({5, 6, 7, 8, 9, 10}, torch::kLong);
+  EXPECT_TENSOR_NEAR(model->step(next, shared), model->step(next, copied), 1e-5);
+  const auto drop_middle = torch::tensor({1, 0, 4, 4}, torch::kLong);  // sentence 1 finished
+  shared.reorder(drop_middle);
+  copied.reorder(drop_middle);
+  ASSERT_EQ(shared.layers.front().memory_k.size(0), 2);
+  const auto last = torch::tensor({11, 12, 13, 14}, torch::kLong);
+  EXPECT_TENSOR_NEAR(model->step(last, shared), model->step(last, copied), 1e-5);
+
+  // A block that mixes two sentences cannot share one memory row.
+  EXPECT_THROW(shared.reorder(torch::tensor({0, 2}, torch::kLong)), c10::Error);
+}
+
 int64_t count_parameters(Transformer& model) {
   int64_t total = 0;
   for (const auto& p : model->parameters()) total += p.numel();
