@@ -8,6 +8,8 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "runtime/cuda_library.h"
+
 namespace tfm {
 namespace {
 
@@ -27,8 +29,10 @@ Capabilities probe_capabilities() {
   Capabilities caps;
   caps.tfm_version = TFM_VERSION;
   caps.torch_version = TORCH_VERSION;
+  const CudaLibraryStatus& cuda = load_cuda_library();
+  caps.cuda_status = cuda.reason;
   const auto& cuda_hooks = at::detail::getCUDAHooks();
-  caps.cuda_built = cuda_hooks.hasCUDART();
+  caps.cuda_built = cuda.loaded && cuda_hooks.hasCUDART();
   if (caps.cuda_built) caps.cuda_runtime_version = cuda_hooks.versionCUDART();
   caps.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto cpu = at::cpu::get_cpu_capabilities();
@@ -41,10 +45,11 @@ std::string describe(const Capabilities& caps) {
   std::ostringstream out;
   out << "tfm " << caps.tfm_version << "\n"
       << "LibTorch " << caps.torch_version << "\n"
-      << "CUDA: " << (caps.cuda_built ? "built with CUDA runtime " + cuda_version_string(caps.cuda_runtime_version)
-                                       : std::string("not built in"))
-      << "; " << (caps.cuda_devices > 0 ? std::to_string(caps.cuda_devices) + " device(s) usable"
-                                         : std::string("no usable device here"))
+      << "CUDA: "
+      << (caps.cuda_built ? "runtime " + cuda_version_string(caps.cuda_runtime_version) + "; " +
+                                (caps.cuda_devices > 0 ? std::to_string(caps.cuda_devices) + " device(s) usable"
+                                                       : std::string("no usable device here"))
+                          : "not usable here: " + caps.cuda_status)
       << "\n"
       << "bf16: cpu " << (caps.cpu_bf16 ? "yes (native AVX512-BF16/AMX)" : "no (emulated, slower than fp32)")
       << ", cuda " << (caps.cuda_bf16 ? "yes" : "no") << "\n";

@@ -8,6 +8,7 @@ struct Capabilities {
   std::string tfm_version;
   std::string torch_version;
   bool cuda_built = false;      // LibTorch was compiled with CUDA and its CUDA library is loaded
+  std::string cuda_status;      // why CUDA is not loaded, when it is not
   long cuda_runtime_version = 0;  // e.g. 13020 for CUDA 13.2
   int cuda_devices = 0;         // usable CUDA devices now (0 without GPU or driver)
   bool cpu_bf16 = false;        // CPU has native bf16 matmul (AVX512-BF16 or AMX)

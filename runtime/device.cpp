@@ -4,6 +4,8 @@
 
 #include <torch/cuda.h>
 
+#include "runtime/cuda_library.h"
+
 namespace tfm {
 namespace {
 
@@ -19,13 +21,17 @@ int parse_cuda_index(const std::string& spec) {
 
 torch::Device resolve_device(const std::string& spec) {
   if (spec == "cpu") return torch::Device(torch::kCPU);
+  const CudaLibraryStatus& cuda = load_cuda_library();
   if (spec == "auto") {
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    return cuda.loaded && torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   }
   if (spec != "cuda" && spec.rfind("cuda:", 0) != 0) {
     throw std::invalid_argument("--device " + spec + ": expected cpu, cuda, cuda:N or auto");
   }
   const int index = spec == "cuda" ? 0 : parse_cuda_index(spec);
+  if (!cuda.loaded) {
+    throw std::invalid_argument("--device " + spec + ": CUDA is not usable here: " + cuda.reason + "; use --device cpu");
+  }
   if (!torch::cuda::is_available()) {
     throw std::invalid_argument("--device " + spec +
                                 ": CUDA is not usable on this machine (no GPU or driver); use --device cpu");
