@@ -20,6 +20,8 @@ python=${TFM_HOME:-$HOME/.cache/tfm}/venv/bin/python
 ct2_python=${TFM_HOME:-$HOME/.cache/tfm}/ct2-venv/bin/python
 data=${TFM_DATA_DIR:-$here/../../shared}/data/multi30k
 threads=${THREADS:-$(nproc)}
+# The references and the sgemm probe run PyTorch in Python: that needs the full LibTorch install.
+"$here/../scripts/bootstrap" --full
 "$python" -c 'import sentencepiece' 2> /dev/null || "$python" -m pip install -q sentencepiece  # for the references
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
