@@ -72,10 +72,19 @@ std::tuple<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_kv(cons
   return {parts[0], parts[1]};
 }
 
+/// Query positions from which inference uses the fused attention kernel.
+constexpr int64_t kFusedMinQueries = 32;
+
 torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& mask) {
   torch::Tensor context;  // [B, H, T, Dh]
-  if (options.score() == AttentionScore::kScaledDot && fused_kernels()) {
+  // The fused kernel pays where there is a [T, S] score matrix to avoid writing out and a backward
+  // pass to feed: training, and long query blocks. Incremental decoding has T = 1 (or K beams):
+  // there LibTorch's CPU flash kernel is ~20% slower end to end than two small matmuls and a
+  // softmax (bench/speed.sh: 76 vs 91 sentences/s on test_2016_flickr), so inference takes the
+  // explicit path for short query blocks; both compute the same function (tests/model).
+  const bool fused = fused_kernels() && (is_training() || q.size(2) >= kFusedMinQueries);
+  if (options.score() == AttentionScore::kScaledDot && fused) {
     // The paper's score in one fused kernel (flash attention on CPU and CUDA): the [B, H, T, S]
     // scores are never written out, and q, k, v are read through their strided head views.
     // A query with every key masked gets zeros, as attend() gives.
