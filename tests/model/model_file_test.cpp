@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
 
@@ -54,6 +57,33 @@ TEST(ModelFile, SaveLoadReproducesOutputsBitForBit) {
   const auto target = torch::randint(4, 19, {2, 4}, torch::kLong);
   EXPECT_TRUE(torch::equal(loaded.model->forward(source, target), model->forward(source, target)));
   EXPECT_FALSE(std::filesystem::exists(dir / "m.pt.tmp"));
+}
+
+TEST(ModelFile, OverwrittenWeightBytesAreAnErrorNamingFileAndTensor) {
+  // The reproduction: 8 bytes overwritten inside the stored weights. Found by content
+  // (the first bytes of one weight), so the damage lands in tensor data, not in zip metadata.
+  testing::TempDir dir;
+  torch::manual_seed(4);
+  Transformer model(small_config());
+  const std::string path = (dir / "m.pt").string();
+  save_model_file(path, model, "proto");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const auto weight = model->named_parameters()["decoder.layers.1.feed_forward.w1.weight"].detach().contiguous();
+  const std::string pattern(static_cast<const char*>(weight.data_ptr()), 32);
+  const size_t at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + 8, 8, std::string(8, '\xff'));
+  testing::write_text(path, bytes);
+  try {
+    load_model_file(path, torch::kCPU);
+    FAIL() << "a damaged model file loaded";
+  } catch (const std::runtime_error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("decoder.layers.1.feed_forward.w1.weight is damaged"), std::string::npos) << message;
+  }
 }
 
 TEST(ModelFile, MismatchedShapeIsAClearError) {
