@@ -59,6 +59,52 @@ void validate(const TranslatorOptions& options) {
   }
 }
 
+namespace {
+
+/// `model` itself when it already has the device and dtype (and no int8 is asked for), else a
+/// converted copy, so that the caller's model is never changed under it.
+Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
+                                bool quantize_int8) {
+  bool matches = !quantize_int8;
+  for (const auto& parameter : model->parameters()) {
+    matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
+  }
+  if (matches) return model;
+  Transformer copy(model->config());
+  {
+    torch::NoGradGuard no_grad;
+    const auto parameters = model->named_parameters();
+    for (auto& item : copy->named_parameters()) item.value().copy_(parameters[item.key()]);
+    const auto buffers = model->named_buffers();
+    for (auto& item : copy->named_buffers()) item.value().copy_(buffers[item.key()]);
+  }
+  copy->to(device, dtype);
+  if (quantize_int8) quantize_linear_layers_int8(*copy);
+  return copy;
+}
+
+/// Evaluation mode (no dropout) while translating; the modes found are restored afterwards.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(std::vector<Transformer>& models) : models_(models) {
+    for (auto& model : models_) {
+      was_training_.push_back(model->is_training());
+      model->eval();
+    }
+  }
+  ~EvalModeGuard() {
+    for (size_t i = 0; i < models_.size(); ++i) models_[i]->train(was_training_[i]);
+  }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  std::vector<Transformer>& models_;
+  std::vector<bool> was_training_;
+};
+
+}  // namespace
+
 const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
 
 Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
@@ -71,15 +117,14 @@ Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, con
       throw std::invalid_argument("model vocabulary " + std::to_string(model->config().vocab_size) +
                                   " != tokenizer vocabulary " + std::to_string(tokenizer_.vocab_size()));
     }
-    model->eval();
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
-    model->to(device_, scalar_type(options_.precision));
-    if (options_.quantize_int8) quantize_linear_layers_int8(*model);
+    model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8);
   }
 }
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
   torch::InferenceMode inference;
+  const EvalModeGuard eval_mode(models_);
   std::vector<Translation> out(lines.size());
   std::vector<std::vector<int64_t>> sources(lines.size());
   std::vector<size_t> order;

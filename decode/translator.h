@@ -40,8 +40,10 @@ struct Translation {
 /// runs beam search on one model or an ensemble, and restores the input order.
 class Translator {
  public:
-  /// Models are switched to evaluation mode, moved to `device` and, for bf16/fp16, converted;
-  /// with quantize_int8 their linear layers are packed as int8 (the models are changed in place).
+  /// Models already on `device` in the precision asked for are used as they are; any other is
+  /// copied, and the copy moved, converted (bf16/fp16) and, with quantize_int8, packed as int8. A
+  /// model the caller still holds (the trainer's, validated during training) keeps its weights,
+  /// dtype and device; translate() runs in evaluation mode and restores the mode it found.
   Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
              const torch::Device& device);
 

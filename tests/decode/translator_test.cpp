@@ -47,6 +47,28 @@ TranslatorOptions short_outputs() {
   return options;
 }
 
+TEST(Translator, LeavesTheCallersModelAsItWas) {
+  // The trainer validates its live model through a Translator: weights, dtype and training mode
+  // must be as they were afterwards, whatever precision the translation ran in.
+  Fixture f;
+  f.model->train();
+  std::vector<torch::Tensor> before;
+  for (const auto& parameter : f.model->parameters()) before.push_back(parameter.detach().clone());
+  for (const auto precision : {Precision::kBFloat16, Precision::kFloat32}) {
+    auto options = short_outputs();
+    options.precision = precision;
+    Translator translator({f.model}, f.tokenizer, options, torch::kCPU);
+    ASSERT_EQ(translator.translate({"one cats .", "zwei"}).size(), 2U);
+    EXPECT_TRUE(f.model->is_training());
+    const auto after = f.model->parameters();
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_EQ(after[i].scalar_type(), torch::kFloat32);
+      EXPECT_TRUE(torch::equal(after[i], before[i])) << "parameter " << i << " changed";
+    }
+  }
+}
+
 TEST(Translator, OneOutputPerLineEvenForOddInput) {
   Fixture f;
   auto options = short_outputs();
