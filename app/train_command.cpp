@@ -104,7 +104,7 @@ void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--clip-norm", t.clip_norm, "Clip the gradient norm (0 = off)")->capture_default_str()->group(group);
   cmd.add_option("--dtype", t.dtype,
                  "auto (bfloat16 where the CPU or GPU computes it natively, else float32; a resumed run keeps "
-                 "its own), float32, bfloat16 (autocast) or float16 (CUDA)")
+                 "its own), float32 or bfloat16 (autocast)")
       ->capture_default_str()->group(group);
 }
 

@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 
@@ -46,6 +47,31 @@ void set_cpu_rng_state(const torch::Tensor& state) {
   generator.set_state(state);
 }
 
+/// Dropout on CUDA draws from each device's generator: its state goes into the checkpoint too,
+/// so that a resumed run continues the same random stream (one entry per device; none on CPU).
+void write_cuda_rng_states(torch::serialize::OutputArchive& trainer) {
+  const int64_t devices = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  trainer.write("cuda_rng_devices", c10::IValue(devices));
+  for (int64_t i = 0; i < devices; ++i) {
+    auto generator = at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    trainer.write("cuda_rng_state_" + std::to_string(i), generator.get_state());
+  }
+}
+
+void restore_cuda_rng_states(torch::serialize::InputArchive& trainer) {
+  c10::IValue saved;
+  if (!trainer.try_read("cuda_rng_devices", saved)) return;  // written on a CPU-only build of old
+  const int64_t here = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  for (int64_t i = 0; i < std::min(saved.toInt(), here); ++i) {
+    torch::Tensor state;
+    trainer.read("cuda_rng_state_" + std::to_string(i), state);
+    auto generator = at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state.to(torch::kCPU));
+  }
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
@@ -59,6 +85,7 @@ void save_checkpoint(const std::string& path, Transformer& model, const std::str
   optimizer.save(optimizer_state);
   trainer.write("optimizer", optimizer_state);
   trainer.write("cpu_rng_state", cpu_rng_state());
+  write_cuda_rng_states(trainer);
   trainer.write("train_options", c10::IValue(train_options.dump()));
   archive.write("trainer", trainer);
   save_archive(archive, path);
@@ -93,6 +120,7 @@ TrainingProgress restore_training_state(const std::string& path, torch::optim::A
     torch::Tensor rng;
     trainer.read("cpu_rng_state", rng);
     set_cpu_rng_state(rng.to(torch::kCPU));
+    restore_cuda_rng_states(trainer);
     return progress;
   } catch (const c10::Error& error) {
     const std::string message = error.what_without_backtrace();

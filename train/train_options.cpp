@@ -26,6 +26,11 @@ void validate(const TrainOptions& o) {
   require(o.valid_beam >= 1, "--valid-beam must be >= 1");
   require(o.best_metric == "bleu" || o.best_metric == "loss", "--best-metric " + o.best_metric + ": expected bleu or loss");
   require(o.log_interval >= 1, "--log-interval must be >= 1");
+  // float16's 5-bit exponent flushes small gradients to zero unless the loss is scaled up first;
+  // bfloat16 has float32's range and needs no scaling.
+  require(o.dtype != "float16" && o.dtype != "fp16",
+          "--dtype float16: training in float16 needs dynamic loss scaling, which tfm does not do (small "
+          "gradients would underflow to zero); use bfloat16 or float32 (float16 is for translation)");
   validate(o.cleaning);
   validate(o.lr);
 }

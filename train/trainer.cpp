@@ -260,7 +260,7 @@ std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrup
   return std::nullopt;
 }
 
-void Trainer::log_progress(size_t batches_in_epoch, bool force) {
+void Trainer::log_progress(bool force) {
   const double now = now_seconds();
   const bool terminal = isatty(STDERR_FILENO) != 0;
   if (!force && !(terminal ? now - last_log_time_ >= 1.0 : progress_.update % options_.log_interval == 0)) return;
@@ -279,7 +279,7 @@ void Trainer::log_progress(size_t batches_in_epoch, bool force) {
   }
   const std::string line =
       fmt::format("epoch {} | batch {}/{} | update {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | {:.0f} tok/s | {:.0f} s{}",
-                  progress_.epoch, progress_.batch_in_epoch, batches_in_epoch, progress_.update, loss, ppl, lr,
+                  progress_.epoch, progress_.batch_in_epoch, epoch_batches_, progress_.update, loss, ppl, lr,
                   tokens_per_second, elapsed, eta);
   if (terminal) {
     fmt::print(stderr, "\r\033[K{}", line);  // one live line, redrawn in place
@@ -295,8 +295,8 @@ void Trainer::log_progress(size_t batches_in_epoch, bool force) {
   last_log_time_ = now;
 }
 
-void Trainer::after_update(const std::vector<std::vector<int64_t>>& batches, bool epoch_end) {
-  log_progress(batches.size(), false);
+void Trainer::after_update(bool epoch_end) {
+  log_progress(false);
   if (epoch_end) return;  // run() validates and saves at the epoch end
   const int64_t update = progress_.update;
   const bool validate_now = options_.validate_every > 0 && update % options_.validate_every == 0;
@@ -314,7 +314,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
   last_saved_update_ = progress_.update;
   for (;;) {
     if (auto stop = should_stop(interrupted)) {
-      log_progress(0, true);
+      log_progress(true);
       if (*stop == StopReason::kInterrupted) {
         save(false, false);  // quick: no validation, just keep the work
       } else if (progress_.update != last_saved_update_) {
@@ -323,6 +323,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
       return *stop;
     }
     const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);
+    epoch_batches_ = batches.size();
     BatchPrefetcher prefetcher(data_.train, batches, static_cast<size_t>(progress_.batch_in_epoch), device_);
     while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
       const auto first = static_cast<size_t>(progress_.batch_in_epoch);
@@ -331,11 +332,11 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
       progress_.batch_in_epoch += static_cast<int64_t>(count);
       ++progress_.update;
       const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(batches.size());
-      after_update(batches, epoch_end);
+      after_update(epoch_end);
       if (!epoch_end && should_stop(interrupted)) break;
     }
     if (progress_.batch_in_epoch == static_cast<int64_t>(batches.size())) {
-      log_progress(batches.size(), true);
+      log_progress(true);
       ++progress_.epoch;
       progress_.batch_in_epoch = 0;
       validate_and_save(true);

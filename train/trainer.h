@@ -50,12 +50,12 @@ class Trainer {
 
  private:
   void train_update(BatchPrefetcher& batches, size_t count);
-  void after_update(const std::vector<std::vector<int64_t>>& batches, bool epoch_end);
+  void after_update(bool epoch_end);
   void validate_and_save(bool epoch_end);
   void save(bool epoch_end, bool is_best);
   void remove_old_checkpoints();
   std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted) const;
-  void log_progress(size_t batches_in_epoch, bool force);
+  void log_progress(bool force);
 
   TrainOptions options_;
   ModelConfig config_;
@@ -71,6 +71,7 @@ class Trainer {
   int64_t sum_target_tokens_ = 0, sum_all_tokens_ = 0;
   double last_log_time_ = 0;
   int64_t last_saved_update_ = -1;  // the update of the newest checkpoint
+  size_t epoch_batches_ = 0;         // batches in the current epoch, for the progress line
 };
 
 }  // namespace tfm

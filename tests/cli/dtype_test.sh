@@ -20,6 +20,11 @@ expect_code 0 "train with the default --dtype"
 expect_contains "$err" "precision: --dtype auto: $expected" "the log names the automatic choice"
 grep -q "\"dtype\":\"$expected\"" "$WORK/auto/metrics.jsonl" || fail "metrics.jsonl does not record dtype $expected"
 
+train --save-dir "$WORK/fp16" --max-updates 1 --dtype float16
+expect_code 2 "float16 training (no loss scaling) is refused"
+expect_contains "$err" "--dtype float16: training in float16 needs dynamic loss scaling" "the refusal says why"
+[ ! -e "$WORK/fp16/checkpoint_last.pt" ] || fail "refused float16 training still wrote a checkpoint"
+
 train --save-dir "$WORK/auto" --max-updates 4  # resumes
 expect_code 0 "resume"
 expect_contains "$err" "precision: --dtype $expected as asked" "a resumed run keeps its recorded precision"

@@ -15,6 +15,7 @@ train() {
 run train --max-updates 12 --save-interval-updates 6
 expect_code 0 "train"
 [ -z "$out" ] || fail "train wrote to stdout: $out"
+grep -E 'batch [0-9]+/0 ' <<< "$err" && fail "a progress line lost the epoch's batch count"
 for f in checkpoint_last.pt checkpoint_best.pt metrics.jsonl; do
   [ -s "$WORK/model/$f" ] || fail "train did not write $f"
 done
@@ -91,5 +92,13 @@ code=$?
 run train --max-updates 1
 expect_code 0 "resume after SIGINT"
 expect_contains "$err" "resuming from" "resume after SIGINT"
+
+# Progress lines past the first epoch keep the epoch's batch count (once shown as "batch 30/0").
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/epochs" \
+  --preset tiny --d-model 32 --d-ff 64 --vocab-size 120 --max-tokens 1024 --keep-last 0 --log-interval 5 \
+  --max-updates 18
+expect_code 0 "train into a second epoch"
+grep -qE 'epoch 2 \| batch [0-9]+/[1-9]' <<< "$err" || fail "no progress line with a batch count in the second epoch: $err"
+grep -E 'batch [0-9]+/0 ' <<< "$err" && fail "a progress line lost the epoch's batch count"
 
 finish
