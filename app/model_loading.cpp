@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "model/model_file.h"
+#include "runtime/allocator.h"
 
 namespace tfm {
 
@@ -42,7 +43,11 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   // Logged once the flags and files are known good, so a usage or file error stays one line.
   spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
-  return Translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
+  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
+  // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights
+  // before conversion or quantization): hand it back rather than keep it for the whole run.
+  release_free_memory();
+  return translator;
 }
 
 }  // namespace tfm
