@@ -19,29 +19,73 @@ Batch collate_for(const ParallelDataset& data, const std::vector<int64_t>& rows,
 
 }  // namespace
 
-BatchPrefetcher::BatchPrefetcher(const ParallelDataset& data, const std::vector<std::vector<int64_t>>& batches,
-                                 size_t first, const torch::Device& device)
-    : data_(data), batches_(batches), device_(device), next_(first) {
-  start(first);
-}
+/// Batches collated ahead of the one training: one overlaps collation with the step.
+constexpr size_t kAhead = 1;
+
+BatchPrefetcher::BatchPrefetcher(const ParallelDataset& data, const torch::Device& device)
+    : data_(data), device_(device), worker_([this] { work(); }) {}
 
 BatchPrefetcher::~BatchPrefetcher() {
-  if (pending_.valid()) pending_.wait();  // the worker reads data_ and batches_: let it finish
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
 }
 
-void BatchPrefetcher::start(size_t index) {
-  if (index >= batches_.size()) return;
-  pending_ = std::async(std::launch::async,
-                        [this, index] { return collate_for(data_, batches_[index], device_); });
+void BatchPrefetcher::begin_epoch(std::vector<std::vector<int64_t>> batches, size_t first) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return !busy_; });  // the worker must not be reading batches_
+  batches_ = std::move(batches);
+  next_ = produce_ = first;
+  ready_.clear();
+  error_ = nullptr;
+  lock.unlock();
+  changed_.notify_all();
+}
+
+void BatchPrefetcher::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] {
+      return stopping_ || (!error_ && produce_ < batches_.size() && ready_.size() < kAhead);
+    });
+    if (stopping_) return;
+    const size_t index = produce_++;
+    busy_ = true;
+    lock.unlock();
+    Batch batch;
+    std::exception_ptr error;
+    try {
+      batch = collate_for(data_, batches_[index], device_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    busy_ = false;
+    if (error) {
+      error_ = error;
+    } else {
+      ready_.push_back(std::move(batch));
+    }
+    changed_.notify_all();
+  }
 }
 
 Batch BatchPrefetcher::next() {
-  if (!pending_.valid()) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (next_ >= batches_.size()) {
     throw std::out_of_range("BatchPrefetcher: no batch " + std::to_string(next_) + " of " +
                             std::to_string(batches_.size()));
   }
-  Batch batch = pending_.get();
-  start(++next_);
+  changed_.wait(lock, [this] { return !ready_.empty() || error_; });
+  if (ready_.empty()) std::rethrow_exception(error_);
+  Batch batch = std::move(ready_.front());
+  ready_.pop_front();
+  ++next_;
+  lock.unlock();
+  changed_.notify_all();
   return batch;
 }
 

@@ -1,6 +1,10 @@
 #pragma once
+#include <condition_variable>
 #include <cstddef>
-#include <future>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <torch/types.h>
@@ -10,29 +14,41 @@
 
 namespace tfm {
 
-/// Hands out the collated batches of one epoch in order, collating batch i+1 on a background
+/// Hands out the collated batches of an epoch in order, collating batch i+1 on a background
 /// thread while batch i trains. On CUDA the tensors are pinned and copied without blocking, so
-/// the copy overlaps the step too. `data` and `batches` must outlive the prefetcher.
+/// the copy overlaps the step too. `data` must outlive the prefetcher. One worker thread serves
+/// the prefetcher's whole life, across epochs (it used to be a new thread per batch).
 class BatchPrefetcher {
  public:
-  /// Starts with batches[first].
-  BatchPrefetcher(const ParallelDataset& data, const std::vector<std::vector<int64_t>>& batches, size_t first,
-                  const torch::Device& device);
+  BatchPrefetcher(const ParallelDataset& data, const torch::Device& device);
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
-  /// The next batch, its tensors on the device. Throws std::out_of_range past the last batch.
+  /// Starts handing out `batches` (row indices into the dataset, copied), from batches[first];
+  /// anything collated for an earlier epoch is dropped.
+  void begin_epoch(std::vector<std::vector<int64_t>> batches, size_t first);
+
+  /// The next batch, its tensors on the device. Throws std::out_of_range past the last batch,
+  /// and rethrows what collating it threw.
   Batch next();
 
  private:
-  void start(size_t index);
+  void work();
 
   const ParallelDataset& data_;
-  const std::vector<std::vector<int64_t>>& batches_;
   torch::Device device_;
-  size_t next_ = 0;
-  std::future<Batch> pending_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::vector<int64_t>> batches_;
+  size_t next_ = 0;            // the batch next() returns next
+  size_t produce_ = 0;         // the batch the worker collates next
+  bool busy_ = false;          // the worker is collating (reading batches_) right now
+  std::deque<Batch> ready_;    // collated, not yet handed out
+  std::exception_ptr error_;   // what stopped collation, rethrown by next()
+  bool stopping_ = false;
+  std::thread worker_;         // last: starts once everything above exists
 };
 
 }  // namespace tfm

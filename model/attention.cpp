@@ -72,25 +72,28 @@ std::tuple<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_kv(cons
   return {parts[0], parts[1]};
 }
 
-/// Query positions from which inference uses the fused attention kernel.
-constexpr int64_t kFusedMinQueries = 32;
+torch::Tensor fused_scaled_dot_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                         const torch::Tensor& mask, double dropout) {
+  // The [B, H, T, S] scores are never written out, and q, k, v are read through their strided
+  // head views. A query with every key masked gets zeros, as attend() gives.
+  std::optional<torch::Tensor> attn_mask;
+  if (mask.defined()) attn_mask = mask;
+  return at::scaled_dot_product_attention(q, k, v, attn_mask, dropout);
+}
 
 torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& mask) {
   torch::Tensor context;  // [B, H, T, Dh]
-  // The fused kernel pays where there is a [T, S] score matrix to avoid writing out and a backward
-  // pass to feed: training, and long query blocks. Incremental decoding has T = 1 (or K beams):
-  // there LibTorch's CPU flash kernel is ~20% slower end to end than two small matmuls and a
-  // softmax (bench/speed.sh: 76 vs 91 sentences/s on test_2016_flickr), so inference takes the
-  // explicit path for short query blocks; both compute the same function (tests/model).
-  const bool fused = fused_kernels() && (is_training() || q.size(2) >= kFusedMinQueries);
+  // The fused kernel (flash or memory-efficient attention) runs on CUDA, where it saves writing
+  // out the [B, H, T, S] scores. On the CPU, LibTorch's flash kernel lost on every count measured:
+  // incremental decoding ran ~20% slower than two small matmuls and a softmax (bench/speed.sh: 76
+  // vs 91 sentences/s on test_2016_flickr), training was no faster (3,083 vs 2,948 tokens/s, within
+  // noise), and its varied scratch buffers fragmented jemalloc's heap so badly that a training
+  // run's resident memory grew by ~10 MB/s (tiny preset, 1.2 GB in two minutes). Both paths
+  // compute the same function (tests/model/attention_test.cpp).
+  const bool fused = fused_kernels() && q.is_cuda();
   if (options.score() == AttentionScore::kScaledDot && fused) {
-    // The paper's score in one fused kernel (flash attention on CPU and CUDA): the [B, H, T, S]
-    // scores are never written out, and q, k, v are read through their strided head views.
-    // A query with every key masked gets zeros, as attend() gives.
-    std::optional<torch::Tensor> attn_mask;
-    if (mask.defined()) attn_mask = mask;
-    context = at::scaled_dot_product_attention(q, k, v, attn_mask, is_training() ? options.dropout() : 0.0);
+    context = fused_scaled_dot_attention(q, k, v, mask, is_training() ? options.dropout() : 0.0);
   } else {
     context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
   }

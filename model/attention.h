@@ -19,6 +19,12 @@ namespace tfm {
 torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
                      double dropout, bool training);
 
+/// §3.2.1's scaled dot-product attention as one fused LibTorch kernel, which multi-head attention
+/// uses on CUDA (with fused kernels on). q: [B, H, T, Dh], k, v: [B, H, S, Dh], mask as attend()
+/// -> [B, H, T, Dh]; dropout applies to the attention weights.
+torch::Tensor fused_scaled_dot_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                         const torch::Tensor& mask, double dropout);
+
 /// §3.2.2 Multi-Head Attention.
 struct MultiHeadAttentionOptions {
   MultiHeadAttentionOptions(int64_t d_model, int64_t heads) : d_model_(d_model), heads_(heads) {}
