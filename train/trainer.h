@@ -72,6 +72,8 @@ class Trainer {
   double last_log_time_ = 0;
   int64_t last_saved_update_ = -1;  // the update of the newest checkpoint
   size_t epoch_batches_ = 0;         // batches in the current epoch, for the progress line
+  double last_memory_release_ = 0;   // when free allocator pages were last handed back (now_seconds)
+  static constexpr double kMemoryReleaseSeconds = 600;
 };
 
 }  // namespace tfm
