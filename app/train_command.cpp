@@ -11,6 +11,7 @@
 #include "app/runtime_options.h"
 #include "model/model_file.h"
 #include "runtime/precision.h"
+#include "train/save_dir_lock.h"
 #include "train/trainer.h"
 #include "train/training_data.h"
 
@@ -31,6 +32,7 @@ void run_train(TrainCommandOptions& o) {
   validate(o.train);
   const auto device = resolve(o.runtime);
   std::filesystem::create_directories(o.train.save_dir);
+  const SaveDirLock lock(o.train.save_dir);  // held until training ends
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
   const bool resuming = !o.train.no_resume && std::filesystem::exists(last);
   if (resuming && o.train.dtype == "auto") {

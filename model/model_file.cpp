@@ -175,22 +175,44 @@ void save_archive(torch::serialize::OutputArchive& archive, const std::string& p
   // Written beside, flushed to disk, then renamed over the old file: a crash or a full disk at
   // any moment leaves either the old file or the new one, never a torn one.
   const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(path + ": cannot write (" + temporary + ": " + std::strerror(errno) + ")");
+  int error = 0;
+  // Our own writes, because LibTorch's file writer throws from its destructor when a write comes
+  // up short (a full disk), which terminates the process. The first failure is remembered and
+  // every later chunk dropped; LibTorch is always told the write succeeded.
+  auto write_chunk = [&](const void* data, size_t size) -> size_t {
+    const char* bytes = static_cast<const char*>(data);
+    for (size_t done = 0; error == 0 && done < size;) {
+      const ssize_t n = ::write(fd, bytes + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    return size;
+  };
   try {
-    archive.save_to(temporary);
-  } catch (const c10::Error& error) {
+    archive.save_to(write_chunk);
+  } catch (const c10::Error& e) {
+    ::close(fd);
     std::remove(temporary.c_str());
-    const std::string message = error.what_without_backtrace();
+    const std::string message = e.what_without_backtrace();
     throw std::runtime_error(path + ": cannot write (" + message.substr(0, message.find('\n')) + ")");
   }
-  if (!flush_to_disk(temporary)) {
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) {
     std::remove(temporary.c_str());
-    throw std::runtime_error(path + ": cannot write (flushing " + temporary + " to disk failed: " +
-                             std::strerror(errno) + ")");
+    throw std::runtime_error(path + ": cannot write (" + std::strerror(error) + "); the previous file is kept");
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     throw std::runtime_error(path + ": cannot rename " + temporary + " into place");
   }
-  flush_to_disk(std::filesystem::path(path).parent_path().empty() ? "." : std::filesystem::path(path).parent_path().string());
+  const auto directory = std::filesystem::path(path).parent_path();
+  flush_to_disk(directory.empty() ? "." : directory.string());
 }
 
 void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto) {
