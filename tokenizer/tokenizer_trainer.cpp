@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <regex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -97,7 +98,20 @@ std::string train_tokenizer(const TokenizerTrainOptions& options) {
   std::string model_proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &sentences, &model_proto);
   if (!sentences.status().ok()) throw std::runtime_error(sentences.status().error_message());
-  if (!status.ok()) throw std::runtime_error("tokenizer training failed: " + status.ToString());
+  if (!status.ok()) {
+    // SentencePiece: "Vocabulary size too high (8000). Please set it to a value <= 1234." (some
+    // versions say "is too high")
+    const std::string message = status.ToString();
+    std::smatch found;
+    const bool too_high = message.find("Vocabulary size too high") != std::string::npos ||
+                          message.find("Vocabulary size is too high") != std::string::npos;
+    if (too_high &&
+        std::regex_search(message, found, std::regex("<= ([0-9]+)"))) {
+      throw std::invalid_argument("corpus too small for --vocab-size " + std::to_string(options.vocab_size) +
+                                  "; at most " + found[1].str() + " fits");
+    }
+    throw std::runtime_error("tokenizer training failed: " + message);
+  }
   return model_proto;
 }
 

@@ -156,6 +156,22 @@ TEST(TokenizerTrain, BpeModelRoundTrips) {
   for (const auto& sentence : kSamples) EXPECT_EQ(bpe.decode(bpe.encode(sentence)), sentence);
 }
 
+TEST(TokenizerTrain, TooLargeVocabularyNamesWhatFits) {
+  // Not SentencePiece's internal message: the flag, and the largest size this corpus allows.
+  testing::TempDir dir;
+  testing::write_text(dir / "corpus.txt", "one two three\nfour five six\n");
+  TokenizerTrainOptions options;
+  options.inputs = {(dir / "corpus.txt").string()};
+  options.vocab_size = 5000;
+  try {
+    train_tokenizer(options);
+    FAIL() << "a 5000-piece vocabulary trained on two lines";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("corpus too small for --vocab-size 5000; at most "), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(TokenizerTrain, MissingInputNamesTheFile) {
   TokenizerTrainOptions options;
   options.inputs = {"/nonexistent/train.de.gz"};
