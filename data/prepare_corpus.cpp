@@ -32,13 +32,19 @@ std::vector<std::string> tokenizer_inputs(const CorpusFiles& files, const fs::pa
   std::ofstream source(temporary.paths[0], std::ios::binary), target(temporary.paths[1], std::ios::binary);
   ParallelTextReader reader = open_corpus(files);
   std::vector<TextPair> pairs;
+  int64_t non_empty = 0;
   while (reader.read(pairs, 65536) > 0) {
     for (const auto& pair : pairs) {
       source << pair.source << '\n';
       target << pair.target << '\n';
+      non_empty += !pair.source.empty() || !pair.target.empty();
     }
   }
   if (!source.flush() || !target.flush()) throw std::runtime_error(dir.string() + ": cannot write tokenizer input");
+  if (non_empty == 0) {
+    throw std::runtime_error((files.tsv.empty() ? files.source : files.tsv) +
+                             ": no sentences to train a tokenizer on (the corpus is empty)");
+  }
   return temporary.paths;
 }
 
