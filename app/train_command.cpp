@@ -30,6 +30,9 @@ struct TrainCommandOptions {
 
 void run_train(TrainCommandOptions& o) {
   validate(o.train);
+  // Model flags (preset, heads dividing d_model...) are checked before anything is created; the
+  // real vocabulary size is known only once the tokenizer is.
+  build_config(o.model, o.train.vocab_size);
   const auto device = resolve(o.runtime);
   std::filesystem::create_directories(o.train.save_dir);
   const SaveDirLock lock(o.train.save_dir);  // held until training ends

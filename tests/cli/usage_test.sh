@@ -55,4 +55,14 @@ expect_contains "$err" "from-config.model" "option read from the config file"
 run "$TFM" --config "$WORK/tfm.toml" tokenizer encode --model "$WORK/from-flag.model"
 expect_contains "$err" "from-flag.model" "flag overrides config"
 
+# Bad model flags are rejected before any work: exit 2, one line, no save directory created.
+printf 'a b\n' > "$WORK/tiny.en"
+for flags in "--preset huge" "--d-model 30 --heads 4"; do
+  # shellcheck disable=SC2086
+  run "$TFM" train --train-src "$WORK/tiny.en" --train-tgt "$WORK/tiny.en" --save-dir "$WORK/never" $flags
+  expect_code 2 "train $flags"
+  expect_one_line_error "train $flags"
+  [ ! -e "$WORK/never" ] || fail "train $flags created its save directory before rejecting the flags"
+done
+
 finish
