@@ -47,20 +47,6 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
   return batches;
 }
 
-}  // namespace
-
-void validate(const TranslatorOptions& options) {
-  validate(options.search);
-  if (options.max_tokens < 1) throw std::invalid_argument("--max-tokens must be >= 1");
-  if (options.batch_size < 0) throw std::invalid_argument("--batch-size must be >= 0");
-  if (options.max_source_len < 1) throw std::invalid_argument("--max-source-len must be >= 1");
-  if (options.quantize_int8 && options.precision != Precision::kFloat32) {
-    throw std::invalid_argument("--quantize int8 computes from float32 weights: use it with --dtype float32");
-  }
-}
-
-namespace {
-
 /// `model` itself when it already has the device and dtype (and no int8 is asked for), else a
 /// converted copy, so that the caller's model is never changed under it.
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
@@ -104,6 +90,16 @@ class EvalModeGuard {
 };
 
 }  // namespace
+
+void validate(const TranslatorOptions& options) {
+  validate(options.search);
+  if (options.max_tokens < 1) throw std::invalid_argument("--max-tokens must be >= 1");
+  if (options.batch_size < 0) throw std::invalid_argument("--batch-size must be >= 0");
+  if (options.max_source_len < 1) throw std::invalid_argument("--max-source-len must be >= 1");
+  if (options.quantize_int8 && options.precision != Precision::kFloat32) {
+    throw std::invalid_argument("--quantize int8 computes from float32 weights: use it with --dtype float32");
+  }
+}
 
 const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
 

@@ -41,6 +41,15 @@ torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& i
   return out;
 }
 
+/// Rows `index` of every layer's self-attention cache (the filled positions only).
+void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& index, int64_t filled) {
+  for (auto& layer : layers) {
+    if (!layer.self_k.defined()) continue;
+    layer.self_k = reorder_filled(layer.self_k, index, filled);
+    layer.self_v = reorder_filled(layer.self_v, index, filled);
+  }
+}
+
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> LayerCache::append(const torch::Tensor& k, const torch::Tensor& v,
@@ -54,25 +63,18 @@ std::pair<torch::Tensor, torch::Tensor> LayerCache::append(const torch::Tensor& 
 void DecoderState::repeat_rows(int64_t times) {
   TORCH_CHECK(times >= 1, "repeat_rows: times must be >= 1");
   if (times == 1) return;
-  for (auto& layer : layers) {
-    if (!layer.self_k.defined()) continue;
-    const auto index = torch::arange(layer.self_k.size(1), torch::TensorOptions(torch::kLong).device(
-                                                                 layer.self_k.device()))
+  if (!layers.empty() && layers.front().self_k.defined()) {
+    const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh]
+    const auto index = torch::arange(cache.size(1), torch::TensorOptions(torch::kLong).device(cache.device()))
                            .repeat_interleave(times);
-    layer.self_k = reorder_filled(layer.self_k, index, step);
-    layer.self_v = reorder_filled(layer.self_v, index, step);
+    reorder_self_caches(layers, index, step);
   }
   rows_per_memory *= times;
 }
 
 void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
   const auto index = rows.to(memory_mask.device(), torch::kLong);
-  for (auto& layer : layers) {
-    if (layer.self_k.defined()) {
-      layer.self_k = reorder_filled(layer.self_k, index, step);
-      layer.self_v = reorder_filled(layer.self_v, index, step);
-    }
-  }
+  reorder_self_caches(layers, index, step);
   if (same_memory) return;
   // The memory row each block of rows_per_memory new rows reads.
   auto memory_rows = index;
