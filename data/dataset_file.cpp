@@ -228,6 +228,15 @@ LoadedDataset load_dataset(const std::string& path) {
   }
   check_offsets(data.source, path);
   check_offsets(data.target, path);
+  // Checked again on load: an id outside the vocabulary would index past the embedding table.
+  for (const TokenizedSide* side : {&data.source, &data.target}) {
+    for (const int32_t id : side->tokens) {
+      if (id < 0 || id >= header.vocab_size) {
+        throw std::runtime_error(path + ": corrupt dataset file (id " + std::to_string(id) + " outside the vocabulary of " +
+                                 std::to_string(header.vocab_size) + "; run `tfm prepare` again to rebuild it)");
+      }
+    }
+  }
   return loaded;
 }
 

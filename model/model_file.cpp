@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <cstring>
@@ -16,6 +17,8 @@
 
 #include <torch/torch.h>
 #include <zlib.h>
+
+#include "model/zip_checksums.h"
 
 namespace tfm {
 namespace {
@@ -47,21 +50,20 @@ std::string tensor_to_bytes(const torch::Tensor& tensor) {
   return std::string(static_cast<const char*>(cpu.data_ptr()), static_cast<size_t>(cpu.numel()));
 }
 
-/// CRC-32 of a tensor's bytes (on the CPU, contiguous): stored per tensor in model files so that
-/// damage (a flipped bit, an overwritten block) is an error naming the file, not a silently
-/// wrong model. zlib's CRC runs at GB/s: ~30 ms for the 30 MB `small` model.
-int64_t tensor_crc32(const torch::Tensor& tensor) {
+/// CRC-32 of a tensor's bytes: model files store one per tensor (written before the zip
+/// record checksums were verified; still checked, since a file may come without those).
+uint32_t tensor_crc32(const torch::Tensor& tensor, uint32_t crc = 0) {
   const auto cpu = tensor.detach().to(torch::kCPU).contiguous();
   const auto* bytes = static_cast<const Bytef*>(cpu.data_ptr());
-  size_t left = cpu.numel() * cpu.element_size();
-  uLong crc = crc32(0L, Z_NULL, 0);
+  size_t left = static_cast<size_t>(cpu.numel()) * cpu.element_size();
+  uLong running = crc;
   while (left > 0) {
     const auto chunk = static_cast<uInt>(std::min<size_t>(left, 1U << 30));
-    crc = crc32(crc, bytes, chunk);
+    running = crc32(running, bytes, chunk);
     bytes += chunk;
     left -= chunk;
   }
-  return static_cast<int64_t>(crc);
+  return static_cast<uint32_t>(running);
 }
 
 /// fsync of a file or directory by path (a rename is durable once its directory is flushed).
@@ -79,6 +81,43 @@ c10::IValue read_value(torch::serialize::InputArchive& archive, const std::strin
   return value;
 }
 
+// Typed reads: a damaged or foreign file can hold any value under our keys, and LibTorch's
+// toStringRef()/toInt() would throw an internal assertion for the wrong type.
+std::string read_string(torch::serialize::InputArchive& archive, const std::string& key, const std::string& origin) {
+  const c10::IValue value = read_value(archive, key, origin);
+  if (!value.isString()) throw std::runtime_error(origin + ": not a tfm model file ('" + key + "' is not text)");
+  return value.toStringRef();
+}
+
+int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key, const std::string& origin) {
+  const c10::IValue value = read_value(archive, key, origin);
+  if (!value.isInt()) throw std::runtime_error(origin + ": not a tfm model file ('" + key + "' is not a number)");
+  return value.toInt();
+}
+
+/// A lower bound on the parameters `config` implies (embedding plus the attention and
+/// feed-forward matrices of every layer), so that a damaged config is an error before it asks
+/// for terabytes: the weights of a real file are all in that file.
+double minimum_parameters(const ModelConfig& c) {
+  const double d = static_cast<double>(c.d_model);
+  const double per_layer = 4.0 * d * d + 2.0 * d * static_cast<double>(c.d_ff);
+  return static_cast<double>(c.vocab_size) * d +
+         per_layer * static_cast<double>(c.encoder_layers + c.decoder_layers);
+}
+
+void check_config_fits(const ModelConfig& config, const std::string& origin, uint64_t file_bytes) {
+  try {
+    validate(config);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(origin + ": damaged model config (" + error.what() + ")");
+  }
+  // 2 bytes per parameter: the narrowest dtype a model file can hold (bf16/fp16).
+  if (2.0 * minimum_parameters(config) > static_cast<double>(file_bytes)) {
+    throw std::runtime_error(origin + ": damaged model config (it describes a model larger than the " +
+                             std::to_string(file_bytes) + "-byte file)");
+  }
+}
+
 void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json& checksums, Transformer& model,
                   const std::string& origin) {
   torch::NoGradGuard no_grad;
@@ -89,13 +128,17 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
     if (!weights.try_read(name, stored)) {
       throw std::runtime_error(origin + ": missing tensor " + name + " (the file does not match its own config)");
     }
+    if (!stored.is_floating_point()) {
+      throw std::runtime_error(origin + ": tensor " + name + " holds " + std::string(c10::toString(stored.scalar_type())) +
+                               ", not floating-point weights");
+    }
     if (stored.sizes() != tensor.sizes()) {
       throw std::runtime_error(origin + ": tensor " + name + " has shape " + shape_string(stored.sizes()) +
                                ", the model built from its config expects " + shape_string(tensor.sizes()));
     }
     // Files written before checksums existed have none; every file written since has one per tensor.
     if (!checksums.is_null() && (!checksums.contains(name) || !checksums[name].is_number_integer() ||
-                                 checksums[name].get<int64_t>() != tensor_crc32(stored))) {
+                                 checksums[name].get<int64_t>() != static_cast<int64_t>(tensor_crc32(stored)))) {
       throw std::runtime_error(origin + ": tensor " + name + " is damaged (its checksum does not match; the file " +
                                "was changed or corrupted after it was written)");
     }
@@ -118,7 +161,7 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
   for (const auto& [name, tensor] : named_state(model)) {
     const auto cpu = tensor.detach().to(torch::kCPU);
     weights.write(name, cpu);
-    checksums[name] = tensor_crc32(cpu);
+    checksums[name] = static_cast<int64_t>(tensor_crc32(cpu));
   }
   archive.write("weights", weights);
   archive.write("weights_crc32", c10::IValue(checksums.dump()));
@@ -126,22 +169,28 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
 
 LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
                        const torch::Device& device) {
-  if (read_value(archive, "format", origin).toStringRef() != kMagic) {
-    throw std::runtime_error(origin + ": not a tfm model file");
-  }
-  const int64_t version = read_value(archive, "format_version", origin).toInt();
+  if (read_string(archive, "format", origin) != kMagic) throw std::runtime_error(origin + ": not a tfm model file");
+  const int64_t version = read_int(archive, "format_version", origin);
   if (version != kModelFormatVersion) {
     throw std::runtime_error(origin + ": format version " + std::to_string(version) + ", this build reads " +
                              std::to_string(kModelFormatVersion));
   }
+  std::error_code size_error;
+  const uint64_t file_size = std::filesystem::file_size(origin, size_error);
+  const uint64_t file_bytes = size_error ? UINT64_MAX : file_size;
   LoadedModel loaded;
   try {
-    loaded.config = nlohmann::json::parse(read_value(archive, "model_config", origin).toStringRef());
-  } catch (const std::exception& error) {
+    loaded.config = nlohmann::json::parse(read_string(archive, "model_config", origin));
+  } catch (const nlohmann::json::exception& error) {
+    throw std::runtime_error(origin + ": unreadable model config (" + error.what() + ")");
+  } catch (const std::invalid_argument& error) {
     throw std::runtime_error(origin + ": unreadable model config (" + error.what() + ")");
   }
+  check_config_fits(loaded.config, origin, file_bytes);
   torch::Tensor tokenizer;
-  archive.read("tokenizer", tokenizer);
+  if (!archive.try_read("tokenizer", tokenizer) || tokenizer.scalar_type() != torch::kUInt8 || tokenizer.dim() != 1) {
+    throw std::runtime_error(origin + ": not a tfm model file (no tokenizer)");
+  }
   loaded.tokenizer_proto = tensor_to_bytes(tokenizer);
   loaded.model = Transformer(loaded.config);
   torch::serialize::InputArchive weights;
@@ -161,11 +210,17 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
 }
 
 torch::serialize::InputArchive open_archive(const std::string& path, const torch::Device& device) {
+  // Before LibTorch reads a byte: it checks no checksums, and damaged input can make it throw
+  // anything (std::out_of_range from its unpickler, found by fuzz/model_loader_fuzz.cpp).
+  verify_zip_checksums(path);
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path, device);
   } catch (const c10::Error& error) {
     const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": cannot read model file (" + message.substr(0, message.find('\n')) + ")");
+  } catch (const std::exception& error) {
+    const std::string message = error.what();
     throw std::runtime_error(path + ": cannot read model file (" + message.substr(0, message.find('\n')) + ")");
   }
   return archive;
@@ -223,7 +278,13 @@ void save_model_file(const std::string& path, Transformer& model, const std::str
 
 LoadedModel load_model_file(const std::string& path, const torch::Device& device) {
   auto archive = open_archive(path, device);
-  return read_model(archive, path, device);
+  try {
+    return read_model(archive, path, device);
+  } catch (const c10::Error& error) {
+    // A zip archive with the right checksums but other contents (say, another program's file).
+    const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": not a tfm model file (" + message.substr(0, message.find('\n')) + ")");
+  }
 }
 
 }  // namespace tfm

@@ -1,7 +1,9 @@
 #include "data/dataset_file.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -93,6 +95,19 @@ TEST_F(DatasetFileTest, ErrorsAreOneLine) {
   const std::string message = error_after([](std::string& bytes) { bytes[200] ^= 1; });
   ASSERT_FALSE(message.empty());
   EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST_F(DatasetFileTest, IdsOutsideTheVocabularyAreRejectedEvenWithValidChecksums) {
+  // A file whose checksums are right but whose header claims a smaller vocabulary than its ids
+  // use (found by fuzz/dataset_loader_fuzz.cpp): it would index past the embedding table.
+  const std::string message = error_after([](std::string& bytes) {
+    const int64_t vocab = 10;
+    std::memcpy(bytes.data() + 40, &vocab, sizeof vocab);
+    const auto crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), 52));
+    std::memcpy(bytes.data() + 52, &crc, sizeof crc);
+  });
+  EXPECT_NE(message.find(path_ + ": corrupt dataset file (id "), std::string::npos) << message;
+  EXPECT_NE(message.find("outside the vocabulary of 10"), std::string::npos) << message;
 }
 
 TEST_F(DatasetFileTest, SaveRejectsIdsOutsideTheVocabulary) {

@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 
 #include "decode/translator.h"
 #include "model/model_file.h"
@@ -130,6 +132,51 @@ TEST(Trainer, ResumeContinuesExactly) {
   const auto pa = a.model->named_parameters();
   const auto pb = b.model->named_parameters();
   for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
+}
+
+/// The first tensor named `leaf` anywhere under `archive` (depth-first).
+bool find_tensor(torch::serialize::InputArchive& archive, const std::string& leaf, torch::Tensor& found) {
+  for (const auto& key : archive.keys()) {
+    torch::serialize::InputArchive child;
+    if (key == leaf && archive.try_read(key, found)) return true;
+    if (archive.try_read(key, child) && find_tensor(child, leaf, found)) return true;
+  }
+  return false;
+}
+
+TEST(Trainer, ADamagedOptimizerStateIsAnErrorNotASilentlyDifferentRun) {
+  ToyTask task;
+  task.options.max_updates = 3;
+  {
+    Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    trainer.run(interrupted);
+  }
+  const std::string last = task.options.save_dir + "/checkpoint_last.pt";
+  auto archive = open_archive(last, torch::kCPU);
+  torch::serialize::InputArchive trainer_state;
+  ASSERT_TRUE(archive.try_read("trainer", trainer_state));
+  torch::Tensor moment;
+  ASSERT_TRUE(find_tensor(trainer_state, "exp_avg_sq", moment));
+  // Overwrite 8 bytes inside that moment, found by content, as the dd command would.
+  std::ifstream in(last, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const auto contiguous = moment.contiguous();
+  const std::string pattern(static_cast<const char*>(contiguous.data_ptr()), 32);
+  const size_t at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + 8, 8, std::string(8, '\x7f'));
+  testing::write_text(last, bytes);
+  task.options.max_updates = 6;
+  try {
+    Trainer resumed(task.options, task.config, task.data, torch::kCPU);
+    FAIL() << "resumed from a damaged optimizer state";
+  } catch (const std::runtime_error& error) {
+    // Every record of the archive, the optimizer's moments included, has its CRC-32 checked.
+    EXPECT_NE(std::string(error.what()).find(last + ": damaged file (record archive/data/"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(Trainer, InterruptSavesCheckpointLast) {

@@ -1,0 +1,16 @@
+#pragma once
+// Model files and checkpoints are zip archives (LibTorch's format). Their central directory
+// holds a CRC-32 for every record, but LibTorch's reader skips checking it (its miniz is built
+// without CRC checks), and its unpickler trusts what it reads: a flipped bit or a cut file can
+// make it throw exceptions of any type or read out of bounds. So tfm checks the archive itself
+// before LibTorch opens it.
+#include <string>
+
+namespace tfm {
+
+/// Throws std::runtime_error naming `path` unless it is a complete zip archive whose stored
+/// (uncompressed) records all match their CRC-32s. Zip64 archives (files over 4 GB) included.
+/// Reads the whole file once (about 1 GB/s; 30 ms for the `small` model).
+void verify_zip_checksums(const std::string& path);
+
+}  // namespace tfm
