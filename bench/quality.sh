@@ -36,9 +36,15 @@ echo "run: $src -> $tgt, $minutes minutes of training, flags: ${extra[*]:-(defau
   --valid-src "$data/val.$src.gz" --valid-tgt "$data/val.$tgt.gz" --save-dir "$out/run" \
   --time-limit "$minutes" "${extra[@]}" 2> "$out/train.log"
 
-# The trainer writes checkpoint_avg.pt (the last numbered checkpoints averaged) when it stops.
+# §6.1: the average of the last (up to 5) numbered checkpoints the run kept (--keep-last).
+mapfile -t kept < <(ls -tr "$out"/run/checkpoint*.pt | grep -vE 'checkpoint_(last|best|avg)\.pt$' | tail -n 5)
 model="$out/run/checkpoint_avg.pt"
-[ -f "$model" ] || model="$out/run/checkpoint_best.pt"
+if [ ${#kept[@]} -gt 0 ]; then
+  "$tfm" average --inputs "${kept[@]}" --output "$model" 2>> "$out/train.log"
+else
+  model="$out/run/checkpoint_best.pt"
+fi
+echo "averaged: ${#kept[@]} checkpoints (${kept[*]##*/})"
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
