@@ -50,20 +50,21 @@ std::string tensor_to_bytes(const torch::Tensor& tensor) {
   return std::string(static_cast<const char*>(cpu.data_ptr()), static_cast<size_t>(cpu.numel()));
 }
 
-/// CRC-32 of a tensor's bytes: model files store one per tensor (written before the zip
-/// record checksums were verified; still checked, since a file may come without those).
-uint32_t tensor_crc32(const torch::Tensor& tensor, uint32_t crc = 0) {
+/// CRC-32 of a tensor's bytes, stored per tensor in model files. The zip records' own CRC-32s
+/// (model/zip_checksums.h) catch the same damage earlier; this one still covers files whose
+/// writer left those out (torch.serialization.set_crc32_options(False)).
+uint32_t tensor_crc32(const torch::Tensor& tensor) {
   const auto cpu = tensor.detach().to(torch::kCPU).contiguous();
   const auto* bytes = static_cast<const Bytef*>(cpu.data_ptr());
   size_t left = static_cast<size_t>(cpu.numel()) * cpu.element_size();
-  uLong running = crc;
+  uLong crc = crc32(0L, Z_NULL, 0);
   while (left > 0) {
     const auto chunk = static_cast<uInt>(std::min<size_t>(left, 1U << 30));
-    running = crc32(running, bytes, chunk);
+    crc = crc32(crc, bytes, chunk);
     bytes += chunk;
     left -= chunk;
   }
-  return static_cast<uint32_t>(running);
+  return static_cast<uint32_t>(crc);
 }
 
 /// fsync of a file or directory by path (a rename is durable once its directory is flushed).

@@ -26,7 +26,8 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
 
 /// Rebuilds the model from its config and loads its weights (on `device`). Throws
 /// std::runtime_error naming `origin` for a wrong format version, a missing or unexpected
-/// tensor, or a tensor whose shape differs from the one the config implies.
+/// tensor, or a tensor whose shape differs from the one the config implies. When `origin` is the
+/// file's path, a config that describes a model larger than the file is rejected before building.
 LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
                        const torch::Device& device);
 
