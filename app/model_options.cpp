@@ -4,7 +4,7 @@ namespace tfm {
 
 void add_model_options(CLI::App& command, ModelOptions& o) {
   const std::string group = "Model (ignored when resuming: the checkpoint's architecture is kept)";
-  command.add_option("--preset", o.preset, "base, big (the paper's), small or tiny (for CPUs)")
+  command.add_option("--preset", o.preset, "auto (small below 1M training pairs, else base), base, big (the paper's), small or tiny (for CPUs)")
       ->capture_default_str()->group(group);
   command.add_option("--d-model", o.d_model, "Model width")->group(group);
   command.add_option("--d-ff", o.d_ff, "Feed-forward inner width")->group(group);

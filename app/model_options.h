@@ -11,7 +11,7 @@ namespace tfm {
 /// Architecture flags: a preset plus an override flag for every hyperparameter.
 /// Unset overrides (negative numbers, empty strings) keep the preset's value.
 struct ModelOptions {
-  std::string preset = "base";
+  std::string preset = "auto";  // resolved by the command (train: by corpus size)
   int64_t d_model = -1, d_ff = -1, heads = -1, encoder_layers = -1, decoder_layers = -1;
   double dropout = -1, attention_dropout = -1, relu_dropout = -1;
   std::string attention_score, positions, norm;

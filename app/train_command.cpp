@@ -11,6 +11,7 @@
 #include "app/runtime_options.h"
 #include "model/model_file.h"
 #include "runtime/precision.h"
+#include "train/preset_recipe.h"
 #include "train/save_dir_lock.h"
 #include "train/trainer.h"
 #include "train/training_data.h"
@@ -28,11 +29,29 @@ struct TrainCommandOptions {
   RuntimeOptions runtime;
 };
 
-void run_train(TrainCommandOptions& o) {
+/// The preset's training settings (train/preset_recipe.h) for every flag the command line (or
+/// --config file) left unset.
+void apply_preset_recipe(TrainOptions& t, const std::string& preset, const CLI::App& cmd) {
+  const PresetRecipe recipe = preset_recipe(preset);
+  const auto unset = [&cmd](const char* flag) { return cmd.count(flag) == 0; };
+  if (unset("--lr-scheduler")) t.lr.kind = recipe.lr.kind;
+  if (unset("--lr-factor")) t.lr.factor = recipe.lr.factor;
+  if (unset("--lr")) t.lr.peak_lr = recipe.lr.peak_lr;
+  if (unset("--warmup")) t.lr.warmup = recipe.lr.warmup;
+  if (unset("--max-tokens")) t.batching.max_tokens = recipe.max_tokens;
+  if (unset("--save-interval-updates")) t.save_interval_updates = recipe.save_interval_updates;
+}
+
+void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
+  // Flags (model overrides such as --heads dividing --d-model, the learning rate...) are checked
+  // before anything is created. `--preset auto` needs the corpus size, so until the data is
+  // loaded it is checked as small; the real vocabulary size is known only once the tokenizer is.
+  const bool auto_preset_wanted = o.model.preset == "auto";
+  ModelOptions provisional = o.model;
+  if (auto_preset_wanted) provisional.preset = "small";
+  build_config(provisional, o.train.vocab_size);
+  apply_preset_recipe(o.train, provisional.preset, cmd);
   validate(o.train);
-  // Model flags (preset, heads dividing d_model...) are checked before anything is created; the
-  // real vocabulary size is known only once the tokenizer is.
-  build_config(o.model, o.train.vocab_size);
   const auto device = resolve(o.runtime);
   std::filesystem::create_directories(o.train.save_dir);
   const SaveDirLock lock(o.train.save_dir);  // held until training ends
@@ -56,6 +75,19 @@ void run_train(TrainCommandOptions& o) {
     checkpoint_tokenizer = load_model_file(last, torch::kCPU).tokenizer_proto;
   }
   auto data = load_training_data(o.train, checkpoint_tokenizer);
+  if (auto_preset_wanted) {
+    o.model.preset = auto_preset(data.train.size());
+    spdlog::info("--preset auto: {} ({} training pairs; base from {})", o.model.preset, data.train.size(),
+                 kAutoPresetBasePairs);
+    apply_preset_recipe(o.train, o.model.preset, cmd);
+  }
+  spdlog::info("recipe: {} schedule, {}warm-up {} updates, {} tokens per side per batch x {}, checkpoints at epoch "
+               "ends{}", o.train.lr.kind,
+               o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)
+                                         : fmt::format("peak {:g}, ", o.train.lr.peak_lr),
+               o.train.lr.warmup, o.train.batching.max_tokens, o.train.update_freq,
+               o.train.save_interval_updates > 0 ? fmt::format(" and every {} updates", o.train.save_interval_updates)
+                                                 : std::string());
   const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
   o.train.lr.d_model = config.d_model;
   Trainer trainer(o.train, config, std::move(data), device);
@@ -89,8 +121,8 @@ void add_data_options(CLI::App& cmd, TrainOptions& t) {
       ->capture_default_str()->group(group);
   cmd.add_option("--max-sentences", t.batching.max_sentences, "Sentences per batch at most (0 = by --max-tokens only)")
       ->capture_default_str()->group(group);
-  cmd.add_option("--max-tokens", t.batching.max_tokens, "Padded subwords per side per batch (paper: ~25000)")
-      ->capture_default_str()->group(group);
+  cmd.add_option("--max-tokens", t.batching.max_tokens,
+                 "Padded subwords per side per batch (default: the preset's; paper: ~25000)")->group(group);
   cmd.add_option("--update-freq", t.update_freq, "Batches accumulated per update")->capture_default_str()->group(group);
   cmd.add_option("--seed", t.batching.seed, "Seed for initialisation, batch order and dropout")
       ->capture_default_str()->group(group);
@@ -98,10 +130,14 @@ void add_data_options(CLI::App& cmd, TrainOptions& t) {
 
 void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   const std::string group = "Optimisation";
-  cmd.add_option("--lr-scheduler", t.lr.kind, "noam (the paper's) or inverse_sqrt")->capture_default_str()->group(group);
-  cmd.add_option("--lr-factor", t.lr.factor, "noam: multiplies d_model^-0.5 * min(...)")->capture_default_str()->group(group);
-  cmd.add_option("--lr", t.lr.peak_lr, "inverse_sqrt: peak learning rate")->capture_default_str()->group(group);
-  cmd.add_option("--warmup", t.lr.warmup, "Warmup updates")->capture_default_str()->group(group);
+  // Unset, these four take the preset's values (train/preset_recipe.h).
+  cmd.add_option("--lr-scheduler", t.lr.kind,
+                 "noam (the paper's) or inverse_sqrt (default: the preset's: noam for base and big, "
+                 "inverse_sqrt for small and tiny)")->group(group);
+  cmd.add_option("--lr-factor", t.lr.factor, "noam: multiplies d_model^-0.5 * min(...) (default 1)")->group(group);
+  cmd.add_option("--lr", t.lr.peak_lr, "inverse_sqrt: peak learning rate (default: the preset's)")->group(group);
+  cmd.add_option("--warmup", t.lr.warmup, "Warmup updates (default: the preset's; 4000 for base and big)")
+      ->group(group);
   cmd.add_option("--adam-beta1", t.adam_beta1, "Adam beta1")->capture_default_str()->group(group);
   cmd.add_option("--adam-beta2", t.adam_beta2, "Adam beta2")->capture_default_str()->group(group);
   cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);
@@ -126,8 +162,13 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--best-metric", t.best_metric, "bleu or loss: what checkpoint_best.pt maximises/minimises")
       ->capture_default_str()->group(group);
   cmd.add_option("--save-dir", t.save_dir, "Directory for checkpoints and metrics.jsonl")->required()->group(group);
-  cmd.add_option("--save-interval-updates", t.save_interval_updates, "Also checkpoint every N updates")->group(group);
+  cmd.add_option("--save-interval-updates", t.save_interval_updates,
+                 "Also checkpoint every N updates (default: the preset's; 200 for small and tiny, else 0)")
+      ->group(group);
   cmd.add_option("--keep-last", t.keep_last, "Numbered checkpoints to keep")->capture_default_str()->group(group);
+  cmd.add_option("--average-last", t.average_last,
+                 "At the end, average the last N kept checkpoints into SAVE_DIR/checkpoint_avg.pt (§6.1; 0 = off)")
+      ->capture_default_str()->group(group);
   cmd.add_flag("--resume", t.require_resume, "Continue from SAVE_DIR/checkpoint_last.pt (the default when it exists; "
                "with this flag its absence is an error)")->group(group);
   cmd.add_flag("--no-resume", t.no_resume, "Start over even if SAVE_DIR/checkpoint_last.pt exists")->group(group);
@@ -145,7 +186,7 @@ void add_train_command(CLI::App& app, CommandAction& action) {
   add_optimisation_options(*cmd, options->train);
   add_schedule_options(*cmd, options->train);
   add_runtime_options(*cmd, options->runtime);
-  cmd->callback([options, &action] { action = [options] { run_train(*options); }; });
+  cmd->callback([options, cmd, &action] { action = [options, cmd] { run_train(*options, *cmd); }; });
 }
 
 }  // namespace tfm

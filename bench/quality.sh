@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # BLEU for a wall-clock training budget, in one command: trains on Multi30k from scratch for
-# MINUTES, averages the last checkpoints, translates test_2016_flickr with beam search and
+# MINUTES (the trainer averages its last checkpoints), translates test_2016_flickr with beam search and
 # prints BLEU and chrF with the sacreBLEU signature, the CPU, the dtype and the update count.
 #
 #   bench/quality.sh MINUTES [--src en --tgt de] [--out DIR] [extra `tfm train` flags...]
@@ -36,15 +36,11 @@ echo "run: $src -> $tgt, $minutes minutes of training, flags: ${extra[*]:-(defau
   --valid-src "$data/val.$src.gz" --valid-tgt "$data/val.$tgt.gz" --save-dir "$out/run" \
   --time-limit "$minutes" "${extra[@]}" 2> "$out/train.log"
 
-# §6.1: the average of the last (up to 5) numbered checkpoints the run kept (--keep-last).
-mapfile -t kept < <(ls -tr "$out"/run/checkpoint*.pt | grep -vE 'checkpoint_(last|best|avg)\.pt$' | tail -n 5)
+# §6.1: the trainer writes checkpoint_avg.pt, the average of its last kept checkpoints
+# (--average-last, default 5); its log names them.
 model="$out/run/checkpoint_avg.pt"
-if [ ${#kept[@]} -gt 0 ]; then
-  "$tfm" average --inputs "${kept[@]}" --output "$model" 2>> "$out/train.log"
-else
-  model="$out/run/checkpoint_best.pt"
-fi
-echo "averaged: ${#kept[@]} checkpoints (${kept[*]##*/})"
+[ -f "$model" ] || model="$out/run/checkpoint_best.pt"
+grep -oE 'the average of the last .*\)' "$out/train.log" | sed 's/^/averaged: /' || echo "averaged: none (using checkpoint_best.pt)"
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]

@@ -23,6 +23,7 @@ void validate(const TrainOptions& o) {
   require(o.patience >= 0 && o.validate_every >= 0 && o.save_interval_updates >= 0,
           "--patience, --validate-every and --save-interval-updates must be >= 0");
   require(o.keep_last >= 0, "--keep-last must be >= 0");
+  require(o.average_last >= 0, "--average-last must be >= 0");
   require(o.valid_beam >= 1, "--valid-beam must be >= 1");
   require(o.best_metric == "bleu" || o.best_metric == "loss", "--best-metric " + o.best_metric + ": expected bleu or loss");
   require(o.log_interval >= 1, "--log-interval must be >= 1");

@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string save_dir;
   int64_t save_interval_updates = 0;  // numbered checkpoints every N updates (0 = epoch ends only)
   int64_t keep_last = 5;              // numbered checkpoints kept (the paper averaged the last 5)
+  int64_t average_last = 5;           // checkpoint_avg.pt: the mean of the last N kept at the end (0 = off)
   bool no_resume = false;             // start over even if checkpoint_last.pt exists
   bool require_resume = false;        // --resume: fail unless checkpoint_last.pt exists
   int64_t log_interval = 50;          // updates between progress log lines (non-terminal stderr)

@@ -20,6 +20,7 @@
 #include "runtime/allocator.h"
 #include "runtime/kernels.h"
 #include "runtime/precision.h"
+#include "train/checkpoint_average.h"
 #include "train/fused_adam.h"
 #include "text/special_ids.h"
 
@@ -209,7 +210,7 @@ void Trainer::save(bool epoch_end, bool is_best) {
   remove_old_checkpoints();
 }
 
-void Trainer::remove_old_checkpoints() {
+std::vector<fs::path> Trainer::numbered_checkpoints() const {
   static const std::regex numbered(R"(checkpoint(\d+|_\d+_\d+)\.pt)");
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(options_.save_dir)) {
@@ -217,7 +218,36 @@ void Trainer::remove_old_checkpoints() {
   }
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return fs::last_write_time(a) > fs::last_write_time(b); });
+  return files;
+}
+
+void Trainer::remove_old_checkpoints() {
+  const auto files = numbered_checkpoints();
   for (size_t i = static_cast<size_t>(options_.keep_last); i < files.size(); ++i) fs::remove(files[i]);
+}
+
+void Trainer::write_average() const {
+  if (options_.average_last < 2) return;
+  auto files = numbered_checkpoints();
+  if (files.size() > static_cast<size_t>(options_.average_last)) files.resize(options_.average_last);
+  if (files.size() < 2) {
+    spdlog::info("no checkpoint_avg.pt: {} numbered checkpoint{} kept, averaging needs two", files.size(),
+                 files.size() == 1 ? "" : "s");
+    return;
+  }
+  std::vector<std::string> paths;
+  std::string names;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {  // oldest first, as `tfm average` lists them
+    paths.push_back(it->string());
+    names += (names.empty() ? "" : " ") + it->filename().string();
+  }
+  auto averaged = average_checkpoints(paths);
+  const fs::path target = fs::path(options_.save_dir) / "checkpoint_avg.pt";
+  const std::string temporary = target.string() + ".tmp";  // a crash leaves the previous average whole
+  save_model_file(temporary, averaged.model, averaged.tokenizer_proto);
+  fs::rename(temporary, target);
+  spdlog::info("{}: the average of the last {} checkpoints ({}): the model to translate with", target.string(),
+               paths.size(), names);
 }
 
 void Trainer::validate_and_save(bool epoch_end) {
@@ -329,9 +359,10 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
       log_progress(true);
       if (*stop == StopReason::kInterrupted) {
         save(false, false);  // quick: no validation, just keep the work
-      } else if (progress_.update != last_saved_update_) {
-        validate_and_save(false);
+        return *stop;
       }
+      if (progress_.update != last_saved_update_) validate_and_save(false);
+      write_average();
       return *stop;
     }
     const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);

@@ -1,4 +1,6 @@
 #pragma once
+#include <vector>
+#include <filesystem>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -54,6 +56,10 @@ class Trainer {
   void validate_and_save(bool epoch_end);
   void save(bool epoch_end, bool is_best);
   void remove_old_checkpoints();
+  /// The numbered checkpoints in the save directory, newest first.
+  std::vector<std::filesystem::path> numbered_checkpoints() const;
+  /// §6.1: checkpoint_avg.pt, the mean of the last --average-last kept checkpoints.
+  void write_average() const;
   std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted) const;
   void log_progress(bool force);
 

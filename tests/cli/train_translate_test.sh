@@ -16,10 +16,12 @@ run train --max-updates 12 --save-interval-updates 6
 expect_code 0 "train"
 [ -z "$out" ] || fail "train wrote to stdout: $out"
 grep -E 'batch [0-9]+/0 ' <<< "$err" && fail "a progress line lost the epoch's batch count"
-for f in checkpoint_last.pt checkpoint_best.pt metrics.jsonl; do
+for f in checkpoint_last.pt checkpoint_best.pt checkpoint_avg.pt metrics.jsonl; do
   [ -s "$WORK/model/$f" ] || fail "train did not write $f"
 done
 model="$WORK/model/checkpoint_last.pt"
+expect_contains "$err" "the average of the last 2 checkpoints (checkpoint_1_6.pt checkpoint_1_12.pt)" \
+  "train averages the 2 kept checkpoints"
 
 # Exactly one output line per input line, whatever the line holds.
 long=$(printf 'I see two cats. %.0s' $(seq 1 60))
@@ -56,12 +58,14 @@ expect_code 0 "eval --model"
 expect_contains "$out" "BLEU|nrefs:1" "eval --model prints BLEU"
 expect_contains "$out" "sentences/s" "eval --model prints speed"
 
-# Averaging the two numbered checkpoints gives a model that translates.
-numbered=$(ls "$WORK/model"/checkpoint_*_*.pt | head -2)
-run "$TFM" average --inputs $numbered --output "$WORK/avg.pt"
+# The trainer's checkpoint_avg.pt is `tfm average` of the checkpoints its log names, and translates.
+run "$TFM" average --inputs "$WORK/model/checkpoint_1_6.pt" "$WORK/model/checkpoint_1_12.pt" --output "$WORK/avg.pt"
 expect_code 0 "average"
-echo "We buy five dogs." | "$TFM" translate --model "$WORK/avg.pt" > "$WORK/avg.out" 2>/dev/null ||
+"$TFM" translate --model "$WORK/avg.pt" --format json < "$WORK/data/test.en" > "$WORK/avg.json" 2>/dev/null ||
   fail "translate with the averaged model failed"
+"$TFM" translate --model "$WORK/model/checkpoint_avg.pt" --format json < "$WORK/data/test.en" \
+  > "$WORK/train_avg.json" 2>/dev/null || fail "translate with checkpoint_avg.pt failed"
+cmp -s "$WORK/avg.json" "$WORK/train_avg.json" || fail "checkpoint_avg.pt translates unlike tfm average's model"
 
 # Errors: usage errors exit 2, file errors exit 3, all in one line.
 run "$TFM" translate --model "$WORK/missing.pt"
@@ -92,6 +96,19 @@ code=$?
 run train --max-updates 1
 expect_code 0 "resume after SIGINT"
 expect_contains "$err" "resuming from" "resume after SIGINT"
+
+# The preset's training recipe fills the flags left unset; explicit flags win; --preset auto
+# picks small for a small corpus.
+expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.002, warm-up 1000 updates, 1024 tokens" "tiny's recipe"
+run train --no-resume --max-updates 1 --lr 0.0005 --warmup 7
+expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.0005, warm-up 7 updates, 1024 tokens" "explicit flags win"
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/auto" \
+  --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1
+expect_code 0 "train with --preset auto"
+expect_contains "$err" "--preset auto: small (400 training pairs" "auto picks small for a small corpus"
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/base" \
+  --preset base --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1
+expect_contains "$err" "recipe: noam schedule, factor 1, warm-up 4000 updates" "base keeps the paper's schedule"
 
 # Progress lines past the first epoch keep the epoch's batch count (once shown as "batch 30/0").
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/epochs" \
