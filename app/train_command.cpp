@@ -49,8 +49,8 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   const bool auto_preset_wanted = o.model.preset == "auto";
   ModelOptions provisional = o.model;
   if (auto_preset_wanted) provisional.preset = "small";
+  apply_preset_recipe(o.train, provisional.preset, cmd);  // first: its error lists auto among the presets
   build_config(provisional, o.train.vocab_size);
-  apply_preset_recipe(o.train, provisional.preset, cmd);
   validate(o.train);
   const auto device = resolve(o.runtime);
   std::filesystem::create_directories(o.train.save_dir);
