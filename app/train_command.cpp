@@ -57,6 +57,10 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   const SaveDirLock lock(o.train.save_dir);  // held until training ends
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
   const bool resuming = !o.train.no_resume && std::filesystem::exists(last);
+  // Resuming opens checkpoint_last.pt four times (options, tokenizer, model, optimizer state);
+  // its checksums are verified at the first. Nothing writes it until the Trainer is built.
+  std::optional<VerifyOnceScope> verify_once;
+  if (resuming) verify_once.emplace();
   if (resuming && o.train.dtype == "auto") {
     // A resumed run keeps the precision it was started with unless --dtype says otherwise.
     const auto recorded = read_train_options(last).value("dtype", std::string("auto"));
@@ -91,6 +95,7 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
   o.train.lr.d_model = config.d_model;
   Trainer trainer(o.train, config, std::move(data), device);
+  verify_once.reset();
   o.train.lr.d_model = trainer.model()->config().d_model;  // a resumed model keeps its own width
 
   g_interrupted = false;

@@ -239,7 +239,8 @@ void Trainer::write_average() const {
   std::string names;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {  // oldest first, as `tfm average` lists them
     paths.push_back(it->string());
-    names += (names.empty() ? "" : " ") + it->filename().string();
+    if (!names.empty()) names += ' ';
+    names += it->filename().string();
   }
   auto averaged = average_checkpoints(paths);
   const fs::path target = fs::path(options_.save_dir) / "checkpoint_avg.pt";

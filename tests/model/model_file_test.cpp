@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <iterator>
 
 #include "tests/tensor_assert.h"
@@ -57,6 +59,31 @@ TEST(ModelFile, SaveLoadReproducesOutputsBitForBit) {
   const auto target = torch::randint(4, 19, {2, 4}, torch::kLong);
   EXPECT_TRUE(torch::equal(loaded.model->forward(source, target), model->forward(source, target)));
   EXPECT_FALSE(std::filesystem::exists(dir / "m.pt.tmp"));
+}
+
+TEST(ModelFile, AFileDamagedInsideAVerifyOnceScopeIsStillAnError) {
+  // The scope skips re-verifying a file version it has seen; rewriting the file in place (same
+  // inode, same size) changes its change time, so the damage is verified and caught.
+  testing::TempDir dir;
+  torch::manual_seed(5);
+  Transformer model(small_config());
+  const std::string path = (dir / "m.pt").string();
+  save_model_file(path, model, "proto");
+  VerifyOnceScope scope;
+  load_model_file(path, torch::kCPU);
+  load_model_file(path, torch::kCPU);  // the same version: loads without a second CRC pass
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const auto weight = model->named_parameters()["encoder.layers.0.feed_forward.w1.weight"].detach().contiguous();
+  const size_t at = bytes.find(std::string(static_cast<const char*>(weight.data_ptr()), 32));
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + 8, 8, std::string(8, '\xff'));
+  // File times come from the kernel's coarse clock (a tick of up to 10 ms): past one tick, the
+  // rewrite has a change time of its own, as any real edit after a resume's loads would.
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  testing::write_text(path, bytes);
+  EXPECT_THROW(load_model_file(path, torch::kCPU), std::runtime_error);
 }
 
 TEST(ModelFile, OverwrittenWeightBytesAreAnErrorNamingFileAndTensor) {
