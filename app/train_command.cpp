@@ -1,16 +1,20 @@
 // `tfm train`: the paper's recipe on a parallel corpus, with checkpoints and resume.
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <type_traits>
 
 #include "app/command.h"
 #include "app/model_options.h"
 #include "app/runtime_options.h"
 #include "model/model_file.h"
 #include "runtime/precision.h"
+#include "train/checkpoint.h"
 #include "train/preset_recipe.h"
 #include "train/save_dir_lock.h"
 #include "train/trainer.h"
@@ -42,6 +46,23 @@ void apply_preset_recipe(TrainOptions& t, const std::string& preset, const CLI::
   if (unset("--save-interval-updates")) t.save_interval_updates = recipe.save_interval_updates;
 }
 
+/// A resumed run keeps the schedule, batch size and checkpoint interval it was started with for
+/// every flag left unset, whatever preset the flags name now (checkpoints before these were
+/// recorded keep the preset's).
+void keep_recorded_recipe(TrainOptions& t, const nlohmann::json& recorded, const CLI::App& cmd) {
+  const auto keep = [&](const char* flag, const char* key, auto& field) {
+    if (cmd.count(flag) == 0 && recorded.contains(key)) {
+      field = recorded.at(key).get<std::remove_reference_t<decltype(field)>>();
+    }
+  };
+  keep("--lr-scheduler", "lr_scheduler", t.lr.kind);
+  keep("--lr-factor", "lr_factor", t.lr.factor);
+  keep("--lr", "lr", t.lr.peak_lr);
+  keep("--warmup", "warmup", t.lr.warmup);
+  keep("--max-tokens", "max_tokens", t.batching.max_tokens);
+  keep("--save-interval-updates", "save_interval_updates", t.save_interval_updates);
+}
+
 void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   // Flags (model overrides such as --heads dividing --d-model, the learning rate...) are checked
   // before anything is created. `--preset auto` needs the corpus size, so until the data is
@@ -61,10 +82,12 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   // its checksums are verified at the first. Nothing writes it until the Trainer is built.
   std::optional<VerifyOnceScope> verify_once;
   if (resuming) verify_once.emplace();
+  std::optional<nlohmann::json> recorded;
+  if (resuming) recorded = read_train_options(last);
   if (resuming && o.train.dtype == "auto") {
     // A resumed run keeps the precision it was started with unless --dtype says otherwise.
-    const auto recorded = read_train_options(last).value("dtype", std::string("auto"));
-    if (recorded != "auto") o.train.dtype = recorded;
+    const auto dtype = recorded->value("dtype", std::string("auto"));
+    if (dtype != "auto") o.train.dtype = dtype;
   }
   const PrecisionChoice precision = choose_precision(o.train.dtype, device, probe_precision_support());
   spdlog::info("precision: {}", precision.reason);
@@ -85,6 +108,7 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
                  kAutoPresetBasePairs);
     apply_preset_recipe(o.train, o.model.preset, cmd);
   }
+  if (recorded) keep_recorded_recipe(o.train, *recorded, cmd);
   spdlog::info("recipe: {} schedule, {}warm-up {} updates, {} tokens per side per batch x {}, checkpoints at epoch "
                "ends{}", o.train.lr.kind,
                o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)

@@ -109,6 +109,11 @@ expect_contains "$err" "--preset auto: small (400 training pairs" "auto picks sm
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/base" \
   --preset base --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1
 expect_contains "$err" "recipe: noam schedule, factor 1, warm-up 4000 updates" "base keeps the paper's schedule"
+# Resumed without --preset (auto would pick small), the run keeps the schedule it started with.
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/base" \
+  --vocab-size 120 --max-updates 2
+expect_code 0 "resume a base run without --preset"
+expect_contains "$err" "recipe: noam schedule, factor 1, warm-up 4000 updates, 4096 tokens" "a resumed run keeps its recipe"
 
 # Progress lines past the first epoch keep the epoch's batch count (once shown as "batch 30/0").
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/epochs" \
