@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace tfm::testing {
@@ -41,6 +42,21 @@ class TempDir {
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+/// Overwrites `bytes` in the file at `offset` past the first occurrence of `pattern`, in place as
+/// `dd conv=notrunc` would: damage placed by content (say a tensor's first bytes), not by a
+/// guessed offset. False if the pattern does not occur.
+inline bool overwrite_after_pattern(const std::filesystem::path& path, const std::string& pattern, size_t offset,
+                                    const std::string& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const size_t at = content.find(pattern);
+  if (at == std::string::npos) return false;
+  content.replace(at + offset, bytes.size(), bytes);
+  write_text(path, content);
+  return true;
 }
 
 }  // namespace tfm::testing

@@ -72,17 +72,12 @@ TEST(ModelFile, AFileDamagedInsideAVerifyOnceScopeIsStillAnError) {
   VerifyOnceScope scope;
   load_model_file(path, torch::kCPU);
   load_model_file(path, torch::kCPU);  // the same version: loads without a second CRC pass
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
   const auto weight = model->named_parameters()["encoder.layers.0.feed_forward.w1.weight"].detach().contiguous();
-  const size_t at = bytes.find(std::string(static_cast<const char*>(weight.data_ptr()), 32));
-  ASSERT_NE(at, std::string::npos);
-  bytes.replace(at + 8, 8, std::string(8, '\xff'));
   // File times come from the kernel's coarse clock (a tick of up to 10 ms): past one tick, the
   // rewrite has a change time of its own, as any real edit after a resume's loads would.
   std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  testing::write_text(path, bytes);
+  ASSERT_TRUE(testing::overwrite_after_pattern(path, std::string(static_cast<const char*>(weight.data_ptr()), 32), 8,
+                                               std::string(8, '\xff')));
   EXPECT_THROW(load_model_file(path, torch::kCPU), std::runtime_error);
 }
 
@@ -94,15 +89,9 @@ TEST(ModelFile, OverwrittenWeightBytesAreAnErrorNamingFileAndTensor) {
   Transformer model(small_config());
   const std::string path = (dir / "m.pt").string();
   save_model_file(path, model, "proto");
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
   const auto weight = model->named_parameters()["decoder.layers.1.feed_forward.w1.weight"].detach().contiguous();
-  const std::string pattern(static_cast<const char*>(weight.data_ptr()), 32);
-  const size_t at = bytes.find(pattern);
-  ASSERT_NE(at, std::string::npos);
-  bytes.replace(at + 8, 8, std::string(8, '\xff'));
-  testing::write_text(path, bytes);
+  ASSERT_TRUE(testing::overwrite_after_pattern(path, std::string(static_cast<const char*>(weight.data_ptr()), 32), 8,
+                                               std::string(8, '\xff')));
   try {
     load_model_file(path, torch::kCPU);
     FAIL() << "a damaged model file loaded";

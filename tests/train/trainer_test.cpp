@@ -159,15 +159,9 @@ TEST(Trainer, ADamagedOptimizerStateIsAnErrorNotASilentlyDifferentRun) {
   torch::Tensor moment;
   ASSERT_TRUE(find_tensor(trainer_state, "exp_avg_sq", moment));
   // Overwrite 8 bytes inside that moment, found by content, as the dd command would.
-  std::ifstream in(last, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
   const auto contiguous = moment.contiguous();
-  const std::string pattern(static_cast<const char*>(contiguous.data_ptr()), 32);
-  const size_t at = bytes.find(pattern);
-  ASSERT_NE(at, std::string::npos);
-  bytes.replace(at + 8, 8, std::string(8, '\x7f'));
-  testing::write_text(last, bytes);
+  ASSERT_TRUE(testing::overwrite_after_pattern(
+      last, std::string(static_cast<const char*>(contiguous.data_ptr()), 32), 8, std::string(8, '\x7f')));
   task.options.max_updates = 6;
   try {
     Trainer resumed(task.options, task.config, task.data, torch::kCPU);
