@@ -12,6 +12,8 @@
 #include "app/command.h"
 #include "app/model_options.h"
 #include "app/runtime_options.h"
+#include "dist/distributed_group.h"
+#include "dist/torchrun_env.h"
 #include "model/model_file.h"
 #include "runtime/precision.h"
 #include "train/checkpoint.h"
@@ -27,11 +29,34 @@ std::atomic<bool> g_interrupted{false};
 
 extern "C" void on_signal(int) { g_interrupted.store(true); }
 
+/// Data parallelism: one `tfm train` per device, joined as torchrun's environment says.
+struct DistributedOptions {
+  std::string backend = "auto";  // auto (nccl on CUDA, gloo on the CPU) | gloo | nccl
+  double timeout_seconds = 1800; // rendezvous and each collective (torch.distributed's default)
+};
+
 struct TrainCommandOptions {
   TrainOptions train;
   ModelOptions model;
   RuntimeOptions runtime;
+  DistributedOptions distributed;
 };
+
+/// With torchrun's variables set (WORLD_SIZE > 1), joins the other ranks; else null. A CUDA
+/// device without an index becomes cuda:LOCAL_RANK, one GPU per process.
+std::unique_ptr<DistributedGroup> join_group(const DistributedOptions& o, const std::optional<TorchrunEnv>& env,
+                                             const RuntimeOptions& runtime, torch::Device& device) {
+  if (!env) return nullptr;
+  if (device.is_cuda() && runtime.device.find(':') == std::string::npos) {
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
+  }
+  const std::string backend = o.backend == "auto" ? default_backend(device) : o.backend;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_seconds * 1000));
+  auto group = std::make_unique<DistributedGroup>(*env, backend, timeout);
+  // Rank 0 reports for every rank; the others log warnings and errors only.
+  if (!group->is_main() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+  return group;
+}
 
 /// The preset's training settings (train/preset_recipe.h) for every flag the command line (or
 /// --config file) left unset.
@@ -73,9 +98,17 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   apply_preset_recipe(o.train, provisional.preset, cmd);  // first: its error lists auto among the presets
   build_config(provisional, o.train.vocab_size);
   validate(o.train);
-  const auto device = resolve(o.runtime);
+  if (o.distributed.backend != "auto" && o.distributed.backend != "gloo" && o.distributed.backend != "nccl") {
+    throw std::invalid_argument("--dist-backend " + o.distributed.backend + ": expected auto, gloo or nccl");
+  }
+  if (!(o.distributed.timeout_seconds > 0)) throw std::invalid_argument("--dist-timeout: must be positive");
+  const auto torchrun = read_torchrun_env();
+  auto device = resolve(o.runtime);
+  const auto group = join_group(o.distributed, torchrun, o.runtime, device);  // outlives the trainer
+  const bool main_rank = !group || group->is_main();
   std::filesystem::create_directories(o.train.save_dir);
-  const SaveDirLock lock(o.train.save_dir);  // held until training ends
+  std::optional<SaveDirLock> lock;  // held until training ends, by the rank that writes
+  if (main_rank) lock.emplace(o.train.save_dir);
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
   const bool resuming = !o.train.no_resume && std::filesystem::exists(last);
   // Resuming opens checkpoint_last.pt four times (options, tokenizer, model, optimizer state);
@@ -101,7 +134,11 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   if (resuming) {
     checkpoint_tokenizer = load_model_file(last, torch::kCPU).tokenizer_proto;
   }
+  // Rank 0 prepares the data (training the tokenizer if need be) into SAVE_DIR/prepared; the
+  // others then load that cache rather than each training a tokenizer of its own.
+  if (!main_rank) group->barrier();
   auto data = load_training_data(o.train, checkpoint_tokenizer);
+  if (main_rank && group) group->barrier();
   if (auto_preset_wanted) {
     o.model.preset = auto_preset(data.train.size());
     spdlog::info("--preset auto: {} ({} training pairs; base from {})", o.model.preset, data.train.size(),
@@ -118,7 +155,7 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
                                                  : std::string());
   const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
   o.train.lr.d_model = config.d_model;
-  Trainer trainer(o.train, config, std::move(data), device);
+  Trainer trainer(o.train, config, std::move(data), device, group.get());
   verify_once.reset();
   o.train.lr.d_model = trainer.model()->config().d_model;  // a resumed model keeps its own width
 
@@ -205,6 +242,16 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
       ->capture_default_str()->group(group);
 }
 
+void add_distributed_options(CLI::App& cmd, DistributedOptions& d) {
+  const std::string group = "Several processes (launched by torchrun, or with its variables set: MASTER_ADDR, "
+                            "MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK)";
+  cmd.add_option("--dist-backend", d.backend, "auto (nccl on CUDA, gloo on the CPU), gloo or nccl")
+      ->capture_default_str()->group(group);
+  cmd.add_option("--dist-timeout", d.timeout_seconds,
+                 "Seconds to wait for the other ranks (rendezvous, each collective) before failing")
+      ->capture_default_str()->group(group);
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandAction& action) {
@@ -215,6 +262,7 @@ void add_train_command(CLI::App& app, CommandAction& action) {
   add_optimisation_options(*cmd, options->train);
   add_schedule_options(*cmd, options->train);
   add_runtime_options(*cmd, options->runtime);
+  add_distributed_options(*cmd, options->distributed);
   cmd->callback([options, cmd, &action] { action = [options, cmd] { run_train(*options, *cmd); }; });
 }
 

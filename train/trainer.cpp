@@ -22,6 +22,7 @@
 #include "runtime/precision.h"
 #include "train/checkpoint_average.h"
 #include "train/fused_adam.h"
+#include "train/update_share.h"
 #include "text/special_ids.h"
 
 namespace fs = std::filesystem;
@@ -82,8 +83,8 @@ const char* describe(StopReason reason) {
 }
 
 Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data,
-                 const torch::Device& device)
-    : options_(options), config_(config), data_(std::move(data)), device_(device) {
+                 const torch::Device& device, DistributedGroup* group)
+    : options_(options), config_(config), data_(std::move(data)), device_(device), group_(group) {
   validate(options_);
   // "auto" resolved here too, for callers other than `tfm train` (which resolves and logs it first);
   // a named precision needs no probe of the hardware.
@@ -121,12 +122,65 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
   spdlog::info("model: {} parameters, d_model {}, {} heads, {}+{} layers; {} training pairs on {}", parameters,
                config_.d_model, config_.heads, config_.encoder_layers, config_.decoder_layers, data_.train.size(),
                device_.str());
+  if (group_) join_ranks();
+}
+
+void Trainer::join_ranks() {
+  torch::NoGradGuard no_grad;
+  const auto on_device = torch::TensorOptions().dtype(torch::kLong).device(device_);
+  // Where this rank starts: ranks that loaded other data, another tokenizer or no checkpoint
+  // (a save directory not shared between nodes) would silently train different models.
+  const auto tokenizer_hash = static_cast<int64_t>(std::hash<std::string>{}(data_.tokenizer.serialized()));
+  const auto mine = torch::tensor({progress_.update, progress_.epoch, progress_.batch_in_epoch, data_.train.size(),
+                                   tokenizer_hash}, on_device);
+  std::vector<torch::Tensor> main{mine.clone()};
+  group_->broadcast_from_main(main);
+  std::vector<torch::Tensor> disagreeing{(mine != main[0]).any().to(torch::kLong).reshape({1})};
+  group_->all_reduce_sum(disagreeing);
+  if (const auto count = disagreeing[0].item<int64_t>(); count > 0) {
+    throw std::runtime_error(fmt::format(
+        "rank {}: {} rank(s) start from other data or another checkpoint than rank 0 (this rank: update {}, "
+        "{} training pairs): every rank needs the same data flags and a save directory on a shared filesystem",
+        group_->rank(), count, progress_.update, data_.train.size()));
+  }
+  // Rank 0's initialisation for all (on resume they are equal already: this costs one broadcast).
+  auto parameters = model_->parameters();
+  group_->broadcast_from_main(parameters);
+  buckets_ = std::make_unique<GradientBuckets>(model_->parameters());
+  spdlog::info("data parallel: {} ranks ({}), gradients all-reduced in {} bucket(s), {} elements per update",
+               group_->size(), group_->backend(), buckets_->bucket_count(), buckets_->elements());
+}
+
+void Trainer::verify_replicas() {
+  torch::NoGradGuard no_grad;
+  // Integer sums of each parameter's bit patterns: exact whatever the summation order, so equal
+  // on every rank exactly when the replicas are (bar a collision no update produces by chance).
+  std::vector<torch::Tensor> sums;
+  for (const auto& parameter : model_->parameters()) {
+    const auto bits = parameter.detach().reshape(-1);
+    const auto as_int = parameter.element_size() == 8 ? torch::kLong
+                        : parameter.element_size() == 4 ? torch::kInt
+                        : parameter.element_size() == 2 ? torch::kShort : torch::kByte;
+    sums.push_back(bits.view(as_int).to(torch::kLong).sum());
+  }
+  const auto mine = torch::stack(sums);
+  std::vector<torch::Tensor> main{mine.clone()};
+  group_->broadcast_from_main(main);
+  std::vector<torch::Tensor> differing{(mine != main[0]).any().to(torch::kLong).reshape({1})};
+  group_->all_reduce_sum(differing);
+  if (const auto count = differing[0].item<int64_t>(); count > 0) {
+    throw std::runtime_error(fmt::format("update {}: the parameters of {} rank(s) differ from rank 0's (a bug: "
+                                         "please report it with the command lines)", progress_.update, count));
+  }
+  spdlog::info("ranks agree: parameters bit-identical on all {} ranks at update {}", group_->size(),
+               progress_.update);
 }
 
 void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
   model_->train();
   const Precision precision = parse_precision(options_.dtype);
-  int64_t tokens = 0;
+  int64_t tokens = 0, all_tokens = 0;
+  torch::Tensor loss, nll;  // this update's sums
   for (size_t i = 0; i < count; ++i) {
     const Batch batch = batches.next();
     LossSums sums;
@@ -137,12 +191,23 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
     }
     sums.loss.backward();
     // Sums stay on the device until a log line needs them: no wait for the device per batch.
-    add_to(sum_loss_, sums.loss.detach());
-    add_to(sum_nll_, sums.nll);
+    add_to(loss, sums.loss.detach());
+    add_to(nll, sums.nll);
     tokens += batch.target_tokens;  // counted on the host when the batch was collated
-    sum_all_tokens_ += batch.source_tokens + batch.target_tokens;
+    all_tokens += batch.source_tokens + batch.target_tokens;
   }
+  // Each rank's gradients are sums over its target tokens; summed over the ranks and divided by
+  // all their tokens below, the step is the one a single process would take on all the batches.
+  if (group_) {
+    const double start = now_seconds();
+    all_reduce_update(loss, nll, tokens, all_tokens);
+    sum_allreduce_seconds_ += now_seconds() - start;
+  }
+  ++sum_updates_;
+  add_to(sum_loss_, loss);
+  add_to(sum_nll_, nll);
   sum_target_tokens_ += tokens;
+  sum_all_tokens_ += all_tokens;
   // The summed loss over all accumulated batches, divided by their target tokens: a per-token
   // gradient however the update is split into batches.
   auto gradients = gradients_of(model_->parameters());
@@ -154,6 +219,24 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
     optimizer_->step();
   }
   optimizer_->zero_grad();
+}
+
+void Trainer::all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens,
+                                int64_t& all_tokens) {
+  buckets_->all_reduce(*group_);
+  // [4]: loss sum, nll sum, target tokens, all tokens; float64 counts tokens exactly up to 2^53.
+  const auto options = torch::TensorOptions().dtype(torch::kDouble).device(device_);
+  const auto zero = torch::zeros({}, options);
+  std::vector<torch::Tensor> stats{torch::stack({loss.defined() ? loss.to(options) : zero,
+                                                 nll.defined() ? nll.to(options) : zero,
+                                                 torch::tensor(static_cast<double>(target_tokens), options),
+                                                 torch::tensor(static_cast<double>(all_tokens), options)})};
+  group_->all_reduce_sum(stats);
+  loss = stats[0][0];
+  nll = stats[0][1];
+  const auto counts = stats[0].slice(0, 2).cpu();
+  target_tokens = static_cast<int64_t>(counts[0].item<double>());
+  all_tokens = static_cast<int64_t>(counts[1].item<double>());
 }
 
 ValidationResult Trainer::validate_model() {
@@ -252,6 +335,14 @@ void Trainer::write_average() const {
 }
 
 void Trainer::validate_and_save(bool epoch_end) {
+  if (group_) {
+    verify_replicas();
+    if (!group_->is_main()) {  // rank 0 validates and writes; the others wait for it
+      last_saved_update_ = progress_.update;
+      group_->barrier();
+      return;
+    }
+  }
   bool is_best = false;
   if (data_.valid) {
     const auto start = now_seconds();
@@ -278,9 +369,27 @@ void Trainer::validate_and_save(bool epoch_end) {
                                        {"elapsed_s", elapsed_at_start_ + now_seconds() - session_start_}});
   }
   save(epoch_end, is_best);
+  if (group_) group_->barrier();
 }
 
-std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrupted) const {
+std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrupted) {
+  const auto local = local_stop_reason(interrupted);
+  if (!group_) return local;
+  // Clocks and signals differ between ranks, and all must stop at the same update: each votes,
+  // and any rank's reason stops them all (an interruption first, for its quick save).
+  constexpr int kReasons = static_cast<int>(StopReason::kInterrupted) + 1;
+  std::vector<torch::Tensor> votes{torch::zeros({kReasons}, torch::TensorOptions().dtype(torch::kLong).device(device_))};
+  if (local) votes[0][static_cast<int>(*local)] = 1;
+  group_->all_reduce_sum(votes);
+  const auto counts = votes[0].cpu();
+  if (counts[static_cast<int>(StopReason::kInterrupted)].item<int64_t>() > 0) return StopReason::kInterrupted;
+  for (int reason = 0; reason < kReasons; ++reason) {
+    if (counts[reason].item<int64_t>() > 0) return static_cast<StopReason>(reason);
+  }
+  return std::nullopt;
+}
+
+std::optional<StopReason> Trainer::local_stop_reason(const std::atomic<bool>& interrupted) const {
   if (interrupted.load()) return StopReason::kInterrupted;
   if (options_.max_updates > 0 && progress_.update >= options_.max_updates) return StopReason::kMaxUpdates;
   if (options_.max_epochs > 0 && progress_.epoch > options_.max_epochs) return StopReason::kMaxEpochs;
@@ -294,6 +403,16 @@ std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrup
 
 void Trainer::log_progress(bool force) {
   const double now = now_seconds();
+  const auto reset_sums = [&] {
+    sum_loss_ = sum_nll_ = torch::Tensor();
+    sum_target_tokens_ = sum_all_tokens_ = sum_updates_ = 0;
+    sum_allreduce_seconds_ = 0;
+    last_log_time_ = now;
+  };
+  if (!is_main()) {  // rank 0 reports for all (its sums are over every rank already)
+    reset_sums();
+    return;
+  }
   const bool terminal = isatty(STDERR_FILENO) != 0;
   if (!force && !(terminal ? now - last_log_time_ >= 1.0 : progress_.update % options_.log_interval == 0)) return;
   if (sum_target_tokens_ == 0) return;
@@ -309,22 +428,27 @@ void Trainer::log_progress(bool force) {
   } else if (options_.time_limit_minutes > 0) {
     eta = fmt::format(" | eta {:.0f} min", std::max(0.0, options_.time_limit_minutes - elapsed / 60));
   }
+  const double allreduce_ms = 1000 * sum_allreduce_seconds_ / std::max<int64_t>(sum_updates_, 1);
   const std::string line =
-      fmt::format("epoch {} | batch {}/{} | update {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | {:.0f} tok/s | {:.0f} s{}",
+      fmt::format("epoch {} | batch {}/{} | update {} | loss {:.3f} | ppl {:.2f} | lr {:.3g} | {:.0f} tok/s{} | {:.0f} s{}",
                   progress_.epoch, progress_.batch_in_epoch, epoch_batches_, progress_.update, loss, ppl, lr,
-                  tokens_per_second, elapsed, eta);
+                  tokens_per_second, group_ ? fmt::format(" | all-reduce {:.0f} ms/update", allreduce_ms) : "",
+                  elapsed, eta);
   if (terminal) {
     fmt::print(stderr, "\r\033[K{}", line);  // one live line, redrawn in place
     if (force) fmt::print(stderr, "\n");
   } else {
     spdlog::info("train | {}", line);
   }
-  append_metrics(options_.save_dir, {{"type", "train"}, {"update", progress_.update}, {"epoch", progress_.epoch},
-                                     {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second}, {"dtype", options_.dtype},
-                                     {"elapsed_s", elapsed}});
-  sum_loss_ = sum_nll_ = torch::Tensor();
-  sum_target_tokens_ = sum_all_tokens_ = 0;
-  last_log_time_ = now;
+  nlohmann::json record = {{"type", "train"}, {"update", progress_.update}, {"epoch", progress_.epoch},
+                           {"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", tokens_per_second},
+                           {"dtype", options_.dtype}, {"elapsed_s", elapsed}};
+  if (group_) {
+    record["ranks"] = group_->size();
+    record["allreduce_ms_per_update"] = allreduce_ms;
+  }
+  append_metrics(options_.save_dir, record);
+  reset_sums();
 }
 
 void Trainer::after_update(bool epoch_end) {
@@ -359,11 +483,11 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
     if (auto stop = should_stop(interrupted)) {
       log_progress(true);
       if (*stop == StopReason::kInterrupted) {
-        save(false, false);  // quick: no validation, just keep the work
+        if (is_main()) save(false, false);  // quick: no validation, just keep the work
         return *stop;
       }
       if (progress_.update != last_saved_update_) validate_and_save(false);
-      write_average();
+      if (is_main()) write_average();
       return *stop;
     }
     const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);
@@ -375,12 +499,16 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
                    progress_.batch_in_epoch, progress_.epoch, batches.size());
       progress_.batch_in_epoch = static_cast<int64_t>(batches.size());
     }
-    prefetcher.begin_epoch(batches, static_cast<size_t>(progress_.batch_in_epoch));
+    // With one process, rank 0 of 1 takes every batch; with several, each its share of each update.
+    const int rank = group_ ? group_->rank() : 0, ranks = group_ ? group_->size() : 1;
+    const auto per_rank = static_cast<size_t>(options_.update_freq);
+    prefetcher.begin_epoch(
+        rank_batches(batches, static_cast<size_t>(progress_.batch_in_epoch), per_rank, rank, ranks), 0);
     while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
-      const auto first = static_cast<size_t>(progress_.batch_in_epoch);
-      const size_t count = std::min<size_t>(options_.update_freq, batches.size() - first);
-      train_update(prefetcher, count);
-      progress_.batch_in_epoch += static_cast<int64_t>(count);
+      const auto share = share_of_update(static_cast<size_t>(progress_.batch_in_epoch), batches.size(), per_rank,
+                                         rank, ranks);
+      train_update(prefetcher, share.count);
+      progress_.batch_in_epoch += static_cast<int64_t>(share.consumed);
       ++progress_.update;
       const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(batches.size());
       after_update(epoch_end);

@@ -11,6 +11,8 @@
 
 #include "data/batch_prefetcher.h"
 #include "data/parallel_dataset.h"
+#include "dist/distributed_group.h"
+#include "dist/gradient_buckets.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
@@ -40,8 +42,12 @@ const char* describe(StopReason reason);
 /// smoothing, token-count batches with gradient accumulation; validation, checkpoints, resume.
 class Trainer {
  public:
-  /// Resumes from save_dir/checkpoint_last.pt when it exists (unless no_resume).
-  Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data, const torch::Device& device);
+  /// Resumes from save_dir/checkpoint_last.pt when it exists (unless no_resume). With a `group`
+  /// (data parallelism, one Trainer per rank), each rank trains on its share of every update's
+  /// batches and the gradients are summed over the ranks before each step; rank 0 alone
+  /// validates, logs and writes checkpoints. The group must outlive the Trainer.
+  Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data, const torch::Device& device,
+          DistributedGroup* group = nullptr);
 
   /// Trains until a stopping rule holds or `interrupted` becomes true; saves checkpoint_last.pt then.
   StopReason run(const std::atomic<bool>& interrupted);
@@ -52,6 +58,14 @@ class Trainer {
 
  private:
   void train_update(BatchPrefetcher& batches, size_t count);
+  /// Data parallelism: sums gradients and this update's loss and token counts over the ranks.
+  void all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens, int64_t& all_tokens);
+  /// Data parallelism, at the start: checks that every rank loaded the same data and checkpoint,
+  /// then gives every rank rank 0's parameters.
+  void join_ranks();
+  /// Data parallelism: throws unless the parameters are bit-identical on every rank.
+  void verify_replicas();
+  bool is_main() const { return group_ == nullptr || group_->is_main(); }
   void after_update(bool epoch_end);
   void validate_and_save(bool epoch_end);
   void save(bool epoch_end, bool is_best);
@@ -60,7 +74,9 @@ class Trainer {
   std::vector<std::filesystem::path> numbered_checkpoints() const;
   /// §6.1: checkpoint_avg.pt, the mean of the last --average-last kept checkpoints.
   void write_average() const;
-  std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted) const;
+  /// Why to stop now, if at all; with several ranks, the one answer they all act on.
+  std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted);
+  std::optional<StopReason> local_stop_reason(const std::atomic<bool>& interrupted) const;
   void log_progress(bool force);
 
   TrainOptions options_;
@@ -70,11 +86,15 @@ class Trainer {
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
   TrainingProgress progress_;
+  DistributedGroup* group_ = nullptr;         // null: one process
+  std::unique_ptr<GradientBuckets> buckets_;  // with a group
   double session_start_ = 0;  // steady-clock seconds when run() began
   double elapsed_at_start_ = 0;
   // Running sums since the last log line.
   torch::Tensor sum_loss_, sum_nll_;  // on the device; read when a line is logged
   int64_t sum_target_tokens_ = 0, sum_all_tokens_ = 0;
+  double sum_allreduce_seconds_ = 0;  // data parallelism: time in all_reduce_update (with waiting for the slowest rank)
+  int64_t sum_updates_ = 0;           // updates since the last log line
   double last_log_time_ = 0;
   int64_t last_saved_update_ = -1;  // the update of the newest checkpoint
   size_t epoch_batches_ = 0;         // batches in the current epoch, for the progress line

@@ -1,0 +1,27 @@
+#include "train/update_share.h"
+
+#include <algorithm>
+
+namespace tfm {
+
+UpdateShare share_of_update(size_t first, size_t epoch_batches, size_t per_rank, int rank, int ranks) {
+  UpdateShare share;
+  const size_t end = std::min(epoch_batches, first + per_rank * static_cast<size_t>(ranks));
+  share.consumed = end > first ? end - first : 0;
+  share.begin = std::min(end, first + per_rank * static_cast<size_t>(rank));
+  share.count = std::min(end, share.begin + per_rank) - share.begin;
+  return share;
+}
+
+std::vector<std::vector<int64_t>> rank_batches(const std::vector<std::vector<int64_t>>& batches, size_t first,
+                                               size_t per_rank, int rank, int ranks) {
+  std::vector<std::vector<int64_t>> mine;
+  while (first < batches.size()) {
+    const UpdateShare share = share_of_update(first, batches.size(), per_rank, rank, ranks);
+    for (size_t i = share.begin; i < share.begin + share.count; ++i) mine.push_back(batches[i]);
+    first += share.consumed;
+  }
+  return mine;
+}
+
+}  // namespace tfm
