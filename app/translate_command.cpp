@@ -2,6 +2,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "app/attention_output.h"
 #include "app/command.h"
 #include "app/decoding_options.h"
 #include "app/model_loading.h"
@@ -25,16 +28,40 @@ struct TranslateOptions {
   std::string output = "-";
   std::string format = "text";
   int64_t buffer_size = 0;
+  std::string attention_out;        // directory of attention pages (empty = none)
+  std::string alignment;            // "" | hard | soft
+  int64_t alignment_layer = -2;     // the cross-attention layer alignments come from
   RuntimeOptions runtime;
   DecodingOptions decoding;
 };
 
-void write_result(std::ostream& out, const Translation& translation, size_t line_number, const TranslateOptions& o) {
+/// The best hypothesis's word alignment, when --alignment asks for one.
+struct Alignment {
+  std::vector<int64_t> hard;  // per hypothesis subword: the source subword it attends to most
+  torch::Tensor soft;         // [hypothesis subwords, source subwords], --alignment soft only
+};
+
+void write_result(std::ostream& out, const Translation& translation, size_t line_number, const TranslateOptions& o,
+                  const Alignment* alignment) {
   if (o.format == "json") {
     nlohmann::json record = {{"line", line_number}, {"translation", translation.text()}};
     if (!translation.nbest.empty()) {
       record["score"] = translation.nbest.front().score;
       record["tokens"] = translation.nbest.front().pieces;
+    }
+    if (alignment != nullptr) {
+      record["alignment"] = pharaoh_alignment(alignment->hard);
+      if (alignment->soft.defined()) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t t = 0; t < alignment->soft.size(0); ++t) {
+          nlohmann::json row = nlohmann::json::array();
+          for (int64_t s = 0; s < alignment->soft.size(1); ++s) {
+            row.push_back(std::round(alignment->soft[t][s].item<double>() * 1e4) / 1e4);
+          }
+          rows.push_back(std::move(row));
+        }
+        record["soft_alignment"] = std::move(rows);
+      }
     }
     if (o.decoding.translator.search.nbest > 1) {
       record["nbest"] = nlohmann::json::array();
@@ -48,6 +75,8 @@ void write_result(std::ostream& out, const Translation& translation, size_t line
     for (const auto& c : translation.nbest) {
       out << line_number - 1 << " ||| " << c.text << " ||| " << std::fixed << std::setprecision(4) << c.score << '\n';
     }
+  } else if (alignment != nullptr) {
+    out << translation.text() << " ||| " << pharaoh_alignment(alignment->hard) << '\n';  // Marian's layout
   } else {
     out << translation.text() << '\n';
   }
@@ -58,7 +87,18 @@ void run_translate(const TranslateOptions& options) {
     throw std::invalid_argument("--format " + options.format + ": expected text or json");
   }
   if (options.buffer_size < 0) throw std::invalid_argument("--buffer-size must be >= 0");
+  if (!options.alignment.empty() && options.alignment != "hard" && options.alignment != "soft") {
+    throw std::invalid_argument("--alignment " + options.alignment + ": expected hard or soft");
+  }
+  if (options.alignment == "soft" && options.format != "json") {
+    throw std::invalid_argument("--alignment soft: needs --format json (a matrix per sentence)");
+  }
+  if (!options.alignment.empty() && options.decoding.translator.search.nbest > 1 && options.format != "json") {
+    throw std::invalid_argument("--alignment with --nbest: use --format json (the alignment is the best's)");
+  }
   Translator translator = open_translator(options.models, options.decoding, options.runtime);
+  std::optional<AttentionPages> pages;
+  if (!options.attention_out.empty()) pages.emplace(options.attention_out);
 
   LineStream input(options.input);
   std::ofstream file;
@@ -78,10 +118,27 @@ void run_translate(const TranslateOptions& options) {
         spdlog::warn("{}:{}: longer than --max-source-len {} subwords; translated its beginning only",
                      input.name(), line_number, options.decoding.translator.max_source_len);
       }
-      write_result(out, translations[i], line_number, options);
+      std::optional<Alignment> alignment;
+      if ((pages || !options.alignment.empty())) {
+        std::optional<SentenceAttention> attention;
+        if (!translations[i].nbest.empty()) attention = translator.attention(translations[i]);
+        if (pages && attention) pages->write(line_number, lines[i], translations[i].text(), *attention);
+        if (!options.alignment.empty()) {
+          alignment.emplace();
+          if (attention) {
+            alignment->hard = hard_alignment(*attention, options.alignment_layer);
+            if (options.alignment == "soft") alignment->soft = soft_alignment(*attention, options.alignment_layer);
+          }
+        }
+      }
+      write_result(out, translations[i], line_number, options, alignment ? &*alignment : nullptr);
     }
     out.flush();
     sentences += lines.size();
+  }
+  if (pages) {
+    pages->finish();
+    spdlog::info("attention pages: {}/index.html", options.attention_out);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("translated {} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} target subwords/s", sentences,
@@ -104,6 +161,15 @@ void add_translate_command(CLI::App& app, CommandAction& action) {
                   "Lines read before translating (0 = as many as are ready, up to 4000)")
       ->capture_default_str();
   cmd->add_option("--format", o.format, "text or json (one JSON object per line)")->capture_default_str();
+  cmd->add_option("--attention-out", o.attention_out,
+                  "Write one HTML page per line to this directory: cross-, encoder and decoder self-attention "
+                  "of the best hypothesis, every layer and head (numbers beside it as .json)");
+  cmd->add_option("--alignment", o.alignment,
+                  "Word alignment of the best hypothesis: hard (source-target subword pairs, appended as "
+                  "' ||| 0-0 1-2' in text, \"alignment\" in json) or soft (json: the attention matrix too)");
+  cmd->add_option("--alignment-layer", o.alignment_layer,
+                  "Cross-attention layer alignments come from, averaged over heads (negative: from the end)")
+      ->capture_default_str();
   add_runtime_options(*cmd, o.runtime);
   cmd->callback([options, &action] { action = [options] { run_translate(*options); }; });
 }

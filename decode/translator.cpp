@@ -136,7 +136,15 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, out);
+  for (size_t i = 0; i < lines.size(); ++i) out[i].source_ids = std::move(sources[i]);
   return out;
+}
+
+SentenceAttention Translator::attention(const Translation& translation, size_t candidate) {
+  if (candidate >= translation.nbest.size()) throw std::out_of_range("Translator::attention: no such candidate");
+  torch::InferenceMode inference;
+  return probe_attention(models_.front(), tokenizer_, translation.source_ids, translation.nbest[candidate].ids,
+                         device_);
 }
 
 void Translator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
@@ -161,6 +169,7 @@ void Translator::translate_batch(const std::vector<std::vector<int64_t>>& source
       Candidate candidate;
       candidate.text = tokenizer_.decode(hypothesis.tokens);
       for (const int64_t id : hypothesis.tokens) candidate.pieces.push_back(tokenizer_.id_to_piece(id));
+      candidate.ids = hypothesis.tokens;
       candidate.score = hypothesis.score;
       translation.nbest.push_back(std::move(candidate));
     }

@@ -5,6 +5,7 @@
 
 #include <torch/types.h>
 
+#include "decode/attention_probe.h"
 #include "decode/beam_search.h"
 #include "model/transformer.h"
 #include "runtime/precision.h"
@@ -27,12 +28,14 @@ void validate(const TranslatorOptions& options);
 struct Candidate {
   std::string text;
   std::vector<std::string> pieces;
+  std::vector<int64_t> ids;  // the subword ids of `pieces` (no </s>)
   double score = 0.0;  // log-probability / length penalty
 };
 
 struct Translation {
   std::vector<Candidate> nbest;  // best first; empty for an empty input line
   bool truncated = false;        // the input was longer than max_source_len
+  std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
   const std::string& text() const;
 };
 
@@ -49,6 +52,10 @@ class Translator {
 
   /// One Translation per line, in the order given.
   std::vector<Translation> translate(const std::vector<std::string>& lines);
+
+  /// The attention weights of the first model (an ensemble's members each have their own) over
+  /// a translated line's candidate, as it computes them for that hypothesis.
+  SentenceAttention attention(const Translation& translation, size_t candidate = 0);
 
   int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
 

@@ -8,18 +8,18 @@
 
 namespace tfm {
 
+torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& mask) {
+  if (!mask.defined()) return torch::softmax(scores, -1);
+  const auto weights =
+      torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
+  // A row with every key masked is all -inf and softmaxes to NaN; it attends to nothing instead.
+  const auto has_key = mask.any(-1, /*keepdim=*/true);  // [B|1, H|1, T|1, 1]
+  return weights.masked_fill(has_key.logical_not(), 0.0);
+}
+
 torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
                      double dropout, bool training) {
-  torch::Tensor weights;
-  if (mask.defined()) {
-    weights = torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
-    // A row with every key masked is all -inf and softmaxes to NaN; it attends to nothing instead.
-    const auto has_key = mask.any(-1, /*keepdim=*/true);  // [B|1, H|1, T|1, 1]
-    weights = weights.masked_fill(has_key.logical_not(), 0.0);
-  } else {
-    weights = torch::softmax(scores, -1);
-  }
-  weights = torch::dropout(weights, dropout, training);
+  const auto weights = torch::dropout(attention_weights(scores, mask), dropout, training);
   return torch::matmul(weights, v);  // [B, H, T, Dh]
 }
 
@@ -82,7 +82,8 @@ torch::Tensor fused_scaled_dot_attention(const torch::Tensor& q, const torch::Te
 }
 
 torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
-                                                   const torch::Tensor& v, const torch::Tensor& mask) {
+                                                   const torch::Tensor& v, const torch::Tensor& mask,
+                                                   torch::Tensor* weights) {
   torch::Tensor context;  // [B, H, T, Dh]
   // The fused kernel (flash or memory-efficient attention) runs on CUDA, where it saves writing
   // out the [B, H, T, S] scores. On the CPU, LibTorch's flash kernel lost on every count measured:
@@ -91,8 +92,11 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
   // noise), and its varied scratch buffers fragmented jemalloc's heap so badly that a training
   // run's resident memory grew by ~10 MB/s (tiny preset, 1.2 GB in two minutes). Both paths
   // compute the same function (tests/model/attention_test.cpp).
-  const bool fused = fused_kernels() && q.is_cuda();
-  if (options.score() == AttentionScore::kScaledDot && fused) {
+  const bool fused = fused_kernels() && q.is_cuda() && weights == nullptr;  // the fused kernel keeps no weights
+  if (weights != nullptr) {
+    *weights = attention_weights(scorer(q, k), mask);  // [B, H, T, S]
+    context = torch::matmul(torch::dropout(*weights, options.dropout(), is_training()), v);
+  } else if (options.score() == AttentionScore::kScaledDot && fused) {
     context = fused_scaled_dot_attention(q, k, v, mask, is_training() ? options.dropout() : 0.0);
   } else {
     context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
@@ -103,17 +107,18 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
   return out_proj(context.transpose(1, 2).reshape({batch, time, options.d_model()}));
 }
 
-torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                              torch::Tensor* weights) {
   TORCH_CHECK(options.self_attention(), "cross-attention needs a memory argument");
   const auto [q, k, v] = project_qkv(x);
-  return attend_heads(q, k, v, mask);
+  return attend_heads(q, k, v, mask, weights);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
-                                              const torch::Tensor& mask) {
+                                              const torch::Tensor& mask, torch::Tensor* weights) {
   TORCH_CHECK(!options.self_attention(), "self-attention takes no memory argument");
   const auto [k, v] = project_kv(memory);
-  return attend_heads(project_q(x), k, v, mask);
+  return attend_heads(project_q(x), k, v, mask, weights);
 }
 
 }  // namespace tfm

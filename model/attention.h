@@ -19,6 +19,10 @@ namespace tfm {
 torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
                      double dropout, bool training);
 
+/// §3.2.1's weights: softmax(scores) with masked keys at 0, and a query with no key all 0.
+/// scores: [B, H, T, S], mask as attend() -> [B, H, T, S]
+torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& mask);
+
 /// §3.2.1's scaled dot-product attention as one fused LibTorch kernel, which multi-head attention
 /// uses on CUDA (with fused kernels on). q: [B, H, T, Dh], k, v: [B, H, S, Dh], mask as attend()
 /// -> [B, H, T, Dh]; dropout applies to the attention weights.
@@ -41,10 +45,13 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
   explicit MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options);
 
-  /// Self-attention. x: [B, T, D], mask: broadcastable to [B, H, T, T] -> [B, T, D]
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
-  /// Cross-attention. x: [B, T, D], memory: [B, S, D], mask: broadcastable to [B, H, T, S] -> [B, T, D]
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& mask);
+  /// Self-attention. x: [B, T, D], mask: broadcastable to [B, H, T, T] -> [B, T, D]; with
+  /// `weights`, the attention weights [B, H, T, T] are stored there (through the explicit path).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, torch::Tensor* weights = nullptr);
+  /// Cross-attention. x: [B, T, D], memory: [B, S, D], mask: broadcastable to [B, H, T, S] -> [B, T, D];
+  /// `weights` as above, [B, H, T, S].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& mask,
+                        torch::Tensor* weights = nullptr);
 
   // Pieces for incremental decoding, where keys and values are cached between steps.
   /// Self-attention: x [B, T, D] -> q, k, v each [B, H, T, Dh]
@@ -53,9 +60,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor project_q(const torch::Tensor& x);
   /// Cross-attention: memory [B, S, D] -> k, v each [B, H, S, Dh]
   std::tuple<torch::Tensor, torch::Tensor> project_kv(const torch::Tensor& memory);
-  /// q [B, H, T, Dh], k, v [B, H, S, Dh] -> [B, T, D] (heads concatenated, then W^O)
+  /// q [B, H, T, Dh], k, v [B, H, S, Dh] -> [B, T, D] (heads concatenated, then W^O); with
+  /// `weights`, the attention weights [B, H, T, S] are stored there.
   torch::Tensor attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& mask);
+                             const torch::Tensor& mask, torch::Tensor* weights = nullptr);
 
   MultiHeadAttentionOptions options;
   Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]

@@ -18,11 +18,13 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& config) : config_(config) 
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
-                                        const torch::Tensor& self_mask, const torch::Tensor& memory_mask) {
+                                        const torch::Tensor& self_mask, const torch::Tensor& memory_mask,
+                                        torch::Tensor* self_weights, torch::Tensor* cross_weights) {
   auto h = residual(x, self_attention_norm, config_, is_training(),
-                    [&](const torch::Tensor& in) { return self_attention->forward(in, self_mask); });
-  h = residual(h, cross_attention_norm, config_, is_training(),
-               [&](const torch::Tensor& in) { return cross_attention->forward(in, memory, memory_mask); });
+                    [&](const torch::Tensor& in) { return self_attention->forward(in, self_mask, self_weights); });
+  h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
+    return cross_attention->forward(in, memory, memory_mask, cross_weights);
+  });
   return residual(h, feed_forward_norm, config_, is_training(),
                   [&](const torch::Tensor& in) { return feed_forward->forward(in); });
 }
@@ -61,14 +63,22 @@ DecoderImpl::DecoderImpl(const ModelConfig& config) : config_(config) {
 }
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
-                                   const torch::Tensor& memory_mask) {
+                                   const torch::Tensor& memory_mask, std::vector<torch::Tensor>* self_weights,
+                                   std::vector<torch::Tensor>* cross_weights) {
   const int64_t length = x.size(1);
   auto self_mask = causal_mask(length, x.device());  // [1, 1, T, T]
   if (config_.attention_window > 0) {
     self_mask = self_mask & window_mask(length, length, config_.attention_window, 0, x.device());
   }
   auto h = x;
-  for (const auto& layer : *layers) h = layer->as<DecoderLayer>()->forward(h, memory, self_mask, memory_mask);
+  for (const auto& layer : *layers) {
+    torch::Tensor self_w, cross_w;
+    h = layer->as<DecoderLayer>()->forward(h, memory, self_mask, memory_mask,
+                                           self_weights != nullptr ? &self_w : nullptr,
+                                           cross_weights != nullptr ? &cross_w : nullptr);
+    if (self_weights != nullptr) self_weights->push_back(self_w);
+    if (cross_weights != nullptr) cross_weights->push_back(cross_w);
+  }
   return final_norm ? final_norm(h) : h;
 }
 

@@ -18,8 +18,10 @@ class DecoderLayerImpl : public torch::nn::Module {
   explicit DecoderLayerImpl(const ModelConfig& config);
   /// Teacher forcing. x: [B, T, D], memory: [B, S, D], self_mask: broadcastable to [B, H, T, T],
   /// memory_mask: [B, 1, 1, S] -> [B, T, D]
+  /// With `self_weights` / `cross_weights`, the attention weights ([B, H, T, T], [B, H, T, S]) are stored there.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& self_mask,
-                        const torch::Tensor& memory_mask);
+                        const torch::Tensor& memory_mask, torch::Tensor* self_weights = nullptr,
+                        torch::Tensor* cross_weights = nullptr);
   /// One incremental step. x: [N, 1, D] at position `step`; appends this position's keys and
   /// values to `cache` -> [N, 1, D]. Row r reads encoder output r / rows_per_memory
   /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_mask: [N / rows_per_memory, 1, 1, S]).
@@ -42,8 +44,11 @@ TORCH_MODULE(DecoderLayer);
 class DecoderImpl : public torch::nn::Module {
  public:
   explicit DecoderImpl(const ModelConfig& config);
-  /// x: embedded target prefix [B, T, D], memory: [B, S, D], memory_mask: [B, 1, 1, S] -> [B, T, D]
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_mask);
+  /// x: embedded target prefix [B, T, D], memory: [B, S, D], memory_mask: [B, 1, 1, S] -> [B, T, D];
+  /// with `self_weights` / `cross_weights`, each layer's attention weights are appended there.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_mask,
+                        std::vector<torch::Tensor>* self_weights = nullptr,
+                        std::vector<torch::Tensor>* cross_weights = nullptr);
   /// Projects the encoder output for every layer's cross-attention, once per sentence.
   DecoderState start(const torch::Tensor& memory, const torch::Tensor& memory_mask);
   /// x: embedded last token [N, 1, D] -> [N, 1, D]; advances state.step.

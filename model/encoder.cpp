@@ -18,9 +18,9 @@ EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& config) : config_(config) 
   feed_forward_norm = register_module("feed_forward_norm", make_layer_norm(config.d_model));
 }
 
-torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, torch::Tensor* weights) {
   auto h = residual(x, self_attention_norm, config_, is_training(),
-                    [&](const torch::Tensor& in) { return self_attention->forward(in, mask); });
+                    [&](const torch::Tensor& in) { return self_attention->forward(in, mask, weights); });
   return residual(h, feed_forward_norm, config_, is_training(),
                   [&](const torch::Tensor& in) { return feed_forward->forward(in); });
 }
@@ -31,13 +31,18 @@ EncoderImpl::EncoderImpl(const ModelConfig& config) : config_(config) {
   if (config.norm == NormPlacement::kPre) final_norm = register_module("final_norm", make_layer_norm(config.d_model));
 }
 
-torch::Tensor EncoderImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor EncoderImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                   std::vector<torch::Tensor>* weights) {
   auto self_mask = mask;  // [B, 1, 1, S]
   if (config_.attention_window > 0) {
     self_mask = mask & window_mask(x.size(1), x.size(1), config_.attention_window, 0, x.device());
   }
   auto h = x;
-  for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h, self_mask);
+  for (const auto& layer : *layers) {
+    torch::Tensor layer_weights;
+    h = layer->as<EncoderLayer>()->forward(h, self_mask, weights != nullptr ? &layer_weights : nullptr);
+    if (weights != nullptr) weights->push_back(layer_weights);
+  }
   return final_norm ? final_norm(h) : h;
 }
 

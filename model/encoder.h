@@ -25,8 +25,9 @@ torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const
 class EncoderLayerImpl : public torch::nn::Module {
  public:
   explicit EncoderLayerImpl(const ModelConfig& config);
-  /// x: [B, S, D], mask: broadcastable to [B, H, S, S] -> [B, S, D]
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  /// x: [B, S, D], mask: broadcastable to [B, H, S, S] -> [B, S, D]; with `weights`, the
+  /// self-attention weights [B, H, S, S] are stored there.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, torch::Tensor* weights = nullptr);
 
   MultiHeadAttention self_attention{nullptr};
   FeedForward feed_forward{nullptr};
@@ -42,8 +43,10 @@ TORCH_MODULE(EncoderLayer);
 class EncoderImpl : public torch::nn::Module {
  public:
   explicit EncoderImpl(const ModelConfig& config);
-  /// x: embedded source [B, S, D], mask: [B, 1, 1, S] -> [B, S, D]
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  /// x: embedded source [B, S, D], mask: [B, 1, 1, S] -> [B, S, D]; with `weights`, each layer's
+  /// self-attention weights [B, H, S, S] are appended there.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask,
+                        std::vector<torch::Tensor>* weights = nullptr);
 
   torch::nn::ModuleList layers{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only

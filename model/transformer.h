@@ -7,6 +7,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "model/attention_maps.h"
 #include "model/decoder.h"
 #include "model/decoder_state.h"
 #include "model/embeddings.h"
@@ -27,8 +28,9 @@ class TransformerImpl : public torch::nn::Module {
  public:
   explicit TransformerImpl(const ModelConfig& config);
 
-  /// Teacher forcing. source: [B, S], target_in: [B, T] -> logits [B, T, V]
-  torch::Tensor forward(const torch::Tensor& source, const torch::Tensor& target_in);
+  /// Teacher forcing. source: [B, S], target_in: [B, T] -> logits [B, T, V]. With `maps`, every
+  /// layer's attention weights are stored there (the explicit attention path, even on CUDA).
+  torch::Tensor forward(const torch::Tensor& source, const torch::Tensor& target_in, AttentionMaps* maps = nullptr);
 
   // The incremental decoding interface beam search uses: encode once, then one step per token.
   /// source: [B, S] -> memory [B, S, D] and its mask
