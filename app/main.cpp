@@ -12,6 +12,7 @@
 #include "app/exit_codes.h"
 #include "runtime/capabilities.h"
 #include "runtime/kernels.h"
+#include "runtime/onednn_cache.h"
 #include "runtime/threads.h"
 
 // Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
@@ -56,6 +57,7 @@ int fail(const CLI::App& app, int code, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::bound_onednn_primitive_cache();  // before anything reaches LibTorch's kernels
   CLI::App app{"tfm: Transformer neural machine translation (Vaswani et al., 2017) on LibTorch", "tfm"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { auto text = tfm::describe(tfm::probe_capabilities()); text.pop_back(); return text; },

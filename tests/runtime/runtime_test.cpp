@@ -1,13 +1,30 @@
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include "runtime/capabilities.h"
 #include "runtime/device.h"
+#include "runtime/onednn_cache.h"
 #include "runtime/threads.h"
 
 namespace tfm {
 namespace {
+
+TEST(OneDnnCache, IsBoundedUnlessTheUserChoseACapacity) {
+  unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
+  bound_onednn_primitive_cache();
+  ASSERT_NE(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), nullptr);
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")),
+            std::to_string(kOneDnnPrimitiveCacheCapacity));
+  setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7", 1);
+  bound_onednn_primitive_cache();
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), "7");
+  unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
+}
 
 TEST(Device, ParsesCpuAndAuto) {
   EXPECT_EQ(resolve_device("cpu"), torch::Device(torch::kCPU));
