@@ -49,7 +49,8 @@ for record in records[:3]:
         for layer in view["layers"]:
             for head in layer:
                 for row in head:
-                    assert abs(sum(row) - 1) < 1e-3, ("a row does not sum to 1", row)
+                    # 1e-2: on a CPU with native bf16 the model decodes in bf16 (8-bit mantissa).
+                    assert abs(sum(row) - 1) < 1e-2, ("a row does not sum to 1", row)
     assert views["cross"]["row_labels"][:-1] == tokens, "cross-attention rows are the hypothesis"
 assert "alignment" in records[3] and records[3]["translation"] == "", "the empty line"
 assert not os.path.exists(os.path.join(pages, "line-000004.html")), "no page for an empty line"
