@@ -104,6 +104,10 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   if (!(o.distributed.timeout_seconds > 0)) throw std::invalid_argument("--dist-timeout: must be positive");
   const auto torchrun = read_torchrun_env();
   auto device = resolve(o.runtime);
+  if (o.distributed.backend == "nccl" && !device.is_cuda()) {
+    // Caught here, before the rendezvous: otherwise every other rank would wait out --dist-timeout.
+    throw std::invalid_argument("--dist-backend nccl runs on GPUs: use --device cuda, or gloo on the CPU");
+  }
   const auto group = join_group(o.distributed, torchrun, o.runtime, device);  // outlives the trainer
   const bool main_rank = !group || group->is_main();
   std::filesystem::create_directories(o.train.save_dir);

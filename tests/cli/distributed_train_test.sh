@@ -19,6 +19,10 @@ run train --max-updates 1 --dist-backend mpi
 expect_code 2 "unknown backend"
 expect_one_line_error "unknown backend"
 expect_contains "$err" "--dist-backend mpi: expected auto, gloo or nccl" "unknown backend"
+run train --max-updates 1 --dist-backend nccl
+expect_code 2 "nccl on the CPU"
+expect_one_line_error "nccl on the CPU"
+expect_contains "$err" "--dist-backend nccl runs on GPUs" "nccl on the CPU"
 run env WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 LOCAL_RANK=0 "$TFM" train \
   --train-src "$WORK/prepared" --save-dir "$WORK/model" --max-updates 1
 expect_code 2 "RANK missing"
