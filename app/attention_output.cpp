@@ -6,20 +6,11 @@
 
 #include <torch/torch.h>
 
+#include "app/tensor_matrix.h"
 #include "viz/heatmap.h"
 
 namespace tfm {
 namespace {
-
-/// [rows, cols] float32 tensor -> Matrix
-Matrix to_matrix(const torch::Tensor& tensor) {
-  const auto t = tensor.to(torch::kCPU, torch::kFloat32).contiguous();
-  Matrix m;
-  m.rows = t.size(0);
-  m.cols = t.size(1);
-  m.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-  return m;
-}
 
 /// Per layer [H, rows, cols] -> [layer][head] matrices
 std::vector<std::vector<Matrix>> per_head(const std::vector<torch::Tensor>& layers) {

@@ -2,22 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "app/tensor_matrix.h"
 #include "model/embeddings.h"
 
 namespace tfm {
-namespace {
-
-Matrix to_matrix(const torch::Tensor& tensor) {
-  const auto t = tensor.to(torch::kCPU, torch::kFloat32).contiguous();
-  Matrix m;
-  m.rows = t.size(0);
-  m.cols = t.size(1);
-  m.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-  return m;
-}
-
-}  // namespace
-
 PositionMaps position_maps(Transformer& model, int64_t positions) {
   torch::NoGradGuard no_grad;
   PositionMaps maps;

@@ -8,25 +8,13 @@
 
 #include "decode/translator.h"
 #include "model/masks.h"
+#include "tests/decode/decode_test_support.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
-#include "tokenizer/tokenizer_trainer.h"
 
 namespace tfm {
 namespace {
-
-Tokenizer small_tokenizer() {
-  testing::TempDir dir;
-  std::string text;
-  const char* words[] = {"one", "two", "three", "cats", "dogs", "und", "Katzen", "Hunde", "drei", "zwei"};
-  for (int i = 0; i < 400; ++i) text += std::string(words[i % 10]) + " " + words[(i * 7) % 10] + " .\n";
-  testing::write_text(dir / "corpus.txt", text);
-  TokenizerTrainOptions options;
-  options.inputs = {(dir / "corpus.txt").string()};
-  options.vocab_size = 25;
-  return Tokenizer::from_serialized(train_tokenizer(options));
-}
 
 Transformer small_model(int64_t vocab) {
   ModelConfig config;
@@ -62,7 +50,7 @@ torch::Tensor reference_weights(torch::nn::MultiheadAttention& reference, const 
 }
 
 struct Probed {
-  Tokenizer tokenizer = small_tokenizer();
+  Tokenizer tokenizer = testing::number_phrase_tokenizer();
   Transformer model = small_model(tokenizer.vocab_size());
   std::vector<int64_t> source = tokenizer.encode("two cats und three dogs .");
   std::vector<int64_t> hypothesis = tokenizer.encode("zwei Katzen drei");

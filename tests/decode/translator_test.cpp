@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "tests/decode/decode_test_support.h"
 #include "tests/test_support.h"
-#include "tokenizer/tokenizer_trainer.h"
 
 namespace tfm {
 namespace {
@@ -12,19 +12,8 @@ namespace {
 /// A tokenizer trained on a few number phrases and an untrained model over its vocabulary:
 /// enough to check the plumbing (order, line accounting, batching), not translation quality.
 struct Fixture {
-  Fixture() : tokenizer(train()), model(make_model(tokenizer.vocab_size())) {}
+  Fixture() : tokenizer(testing::number_phrase_tokenizer()), model(make_model(tokenizer.vocab_size())) {}
 
-  static Tokenizer train() {
-    testing::TempDir dir;
-    std::string text;
-    const char* words[] = {"one", "two", "three", "cats", "dogs", "und", "Katzen", "Hunde", "drei", "zwei"};
-    for (int i = 0; i < 400; ++i) text += std::string(words[i % 10]) + " " + words[(i * 7) % 10] + " .\n";
-    testing::write_text(dir / "corpus.txt", text);
-    TokenizerTrainOptions options;
-    options.inputs = {(dir / "corpus.txt").string()};
-    options.vocab_size = 25;
-    return Tokenizer::from_serialized(train_tokenizer(options));
-  }
   static Transformer make_model(int64_t vocab) {
     ModelConfig config;
     config.vocab_size = vocab;
