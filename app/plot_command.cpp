@@ -86,7 +86,7 @@ void plot_positions(const PlotOptions& o, const std::string& format) {
   dot.row_axis = dot.col_axis = "position";
   dot.diverging = true;
   dot.cell_width = dot.cell_height = 6;
-  const std::string svg = format == "json" ? "" : side_by_side({{heat_map(maps.encoding, encoding),
+  const std::string svg = format == "json" ? "" : stacked({{heat_map(maps.encoding, encoding),
                                                                  heat_map_size(maps.encoding, encoding)},
                                                                 {heat_map(maps.dot, dot), heat_map_size(maps.dot, dot)}});
   const auto rows = [](const Matrix& m) {

@@ -57,7 +57,8 @@ Layout layout_of(const Matrix& m, const HeatMapOptions& o) {
   Layout l{};
   l.left = 30 + (o.row_labels.empty() ? 40 : longest_label(o.row_labels));
   l.top = 40 + (o.col_labels.empty() ? 20 : longest_label(o.col_labels));
-  l.width = l.left + m.cols * o.cell_width + 90;
+  // Wide enough for the title too (14 px bold, ~8 px a character), or a narrow map clips it.
+  l.width = std::max(l.left + m.cols * o.cell_width + 90, l.left + 8.0 * static_cast<double>(o.title.size()) + 10);
   l.height = l.top + m.rows * o.cell_height + 50;
   return l;
 }
@@ -69,20 +70,20 @@ std::pair<double, double> heat_map_size(const Matrix& m, const HeatMapOptions& o
   return {l.width, l.height};
 }
 
-std::string side_by_side(const std::vector<std::pair<std::string, std::pair<double, double>>>& pictures) {
+std::string stacked(const std::vector<std::pair<std::string, std::pair<double, double>>>& pictures) {
   double width = 0, height = 0;
   for (const auto& picture : pictures) {
-    width += picture.second.first;
-    height = std::max(height, picture.second.second);
+    width = std::max(width, picture.second.first);
+    height += picture.second.second;
   }
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << svg_number(width) << "\" height=\""
       << svg_number(height) << "\">\n";
-  double x = 0;
+  double y = 0;
   for (const auto& [body, size] : pictures) {
-    // A nested <svg> is positioned by its x attribute: insert it after the tag name.
-    svg << "<svg x=\"" << svg_number(x) << "\"" << body.substr(4);
-    x += size.first;
+    // A nested <svg> is positioned by its y attribute: insert it after the tag name.
+    svg << "<svg y=\"" << svg_number(y) << "\"" << body.substr(4);
+    y += size.second;
   }
   svg << "</svg>\n";
   return svg.str();

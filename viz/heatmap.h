@@ -25,8 +25,9 @@ std::string heat_map(const Matrix& matrix, const HeatMapOptions& options);
 /// The width and height heat_map() gives the matrix, in px.
 std::pair<double, double> heat_map_size(const Matrix& matrix, const HeatMapOptions& options);
 
-/// <svg> elements side by side, top-aligned, in one <svg> (each given with its size).
-std::string side_by_side(const std::vector<std::pair<std::string, std::pair<double, double>>>& pictures);
+/// <svg> elements one above the other, left-aligned, in one <svg> (each given with its size):
+/// a 64 x 512 encoding is wide, so two of them side by side would not fit a page.
+std::string stacked(const std::vector<std::pair<std::string, std::pair<double, double>>>& pictures);
 
 /// `body` (an <svg> element) as a standalone SVG file.
 std::string svg_document(const std::string& body);

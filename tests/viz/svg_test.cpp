@@ -70,6 +70,25 @@ TEST(HeatMap, LabelsEveryRowAndColumnAndSharesAPathPerColour) {
   EXPECT_EQ(paths, 3u);  // three distinct values, three colours
 }
 
+TEST(HeatMap, IsWideEnoughForItsTitle) {
+  Matrix narrow{2, 1, {0, 1}};
+  HeatMapOptions options;
+  options.title = std::string(80, 't');
+  EXPECT_GE(heat_map_size(narrow, options).first, 8.0 * 80);
+  options.title = "t";
+  EXPECT_LT(heat_map_size(narrow, options).first, 8.0 * 80);
+}
+
+TEST(HeatMap, StackedPutsEachPictureBelowTheLast) {
+  const std::string svg = stacked({{"<svg width=\"30\" height=\"10\"/>", {30, 10}},
+                                   {"<svg width=\"50\" height=\"20\"/>", {50, 20}},
+                                   {"<svg width=\"40\" height=\"5\"/>", {40, 5}}});
+  EXPECT_NE(svg.find("width=\"50\" height=\"35\""), std::string::npos) << svg;  // widest, heights summed
+  EXPECT_NE(svg.find("<svg y=\"0\" width=\"30\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<svg y=\"10\" width=\"50\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<svg y=\"30\" width=\"40\""), std::string::npos) << svg;
+}
+
 TEST(AttentionPage, HoldsEveryLabelAndTheNumbers) {
   AttentionView view{"cross", "cross-attention", "target", "source", {"▁zwei", "</s>"}, {"▁two", "<&>", "</s>"}, {}};
   view.heads = {{Matrix{2, 3, {0.2f, 0.3f, 0.5f, 0, 0, 1}}, Matrix{2, 3, {1, 0, 0, 0.5f, 0.5f, 0}}}};
