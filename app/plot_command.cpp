@@ -86,9 +86,10 @@ void plot_positions(const PlotOptions& o, const std::string& format) {
   dot.row_axis = dot.col_axis = "position";
   dot.diverging = true;
   dot.cell_width = dot.cell_height = 6;
-  const std::string svg = format == "json" ? "" : stacked({{heat_map(maps.encoding, encoding),
-                                                                 heat_map_size(maps.encoding, encoding)},
-                                                                {heat_map(maps.dot, dot), heat_map_size(maps.dot, dot)}});
+  const std::string svg =
+      format == "json" ? ""
+                       : stacked({{heat_map(maps.encoding, encoding), heat_map_size(maps.encoding, encoding)},
+                                  {heat_map(maps.dot, dot), heat_map_size(maps.dot, dot)}});
   const auto rows = [](const Matrix& m) {
     nlohmann::json out = nlohmann::json::array();
     for (int64_t r = 0; r < m.rows; ++r) {

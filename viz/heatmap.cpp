@@ -13,6 +13,7 @@ namespace {
 constexpr int kColourSteps = 64;
 constexpr double kFontSize = 11;
 constexpr double kCharWidth = 6.6;  // rough width of one character at kFontSize, for margins
+constexpr double kTitleCharWidth = 8;  // the same for the title (14 px bold)
 
 double longest_label(const std::vector<std::string>& labels) {
   size_t longest = 0;
@@ -57,8 +58,9 @@ Layout layout_of(const Matrix& m, const HeatMapOptions& o) {
   Layout l{};
   l.left = 30 + (o.row_labels.empty() ? 40 : longest_label(o.row_labels));
   l.top = 40 + (o.col_labels.empty() ? 20 : longest_label(o.col_labels));
-  // Wide enough for the title too (14 px bold, ~8 px a character), or a narrow map clips it.
-  l.width = std::max(l.left + m.cols * o.cell_width + 90, l.left + 8.0 * static_cast<double>(o.title.size()) + 10);
+  // Wide enough for the title too, or a narrow map clips it.
+  l.width = std::max(l.left + m.cols * o.cell_width + 90,
+                     l.left + kTitleCharWidth * static_cast<double>(o.title.size()) + 10);
   l.height = l.top + m.rows * o.cell_height + 50;
   return l;
 }
