@@ -43,6 +43,10 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   // Logged once the flags and files are known good, so a usage or file error stays one line.
   spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
+  const auto& search = options.search;
+  spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}",
+               search.beam == 1 ? std::string("greedy") : fmt::format("beam {}", search.beam),
+               search.length_penalty, search.max_len_a, search.max_len_b);
   Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
   // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights
   // before conversion or quantization): hand it back rather than keep it for the whole run.

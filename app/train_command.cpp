@@ -69,6 +69,7 @@ void apply_preset_recipe(TrainOptions& t, const std::string& preset, const CLI::
   if (unset("--warmup")) t.lr.warmup = recipe.lr.warmup;
   if (unset("--max-tokens")) t.batching.max_tokens = recipe.max_tokens;
   if (unset("--save-interval-updates")) t.save_interval_updates = recipe.save_interval_updates;
+  if (unset("--validate-every")) t.validate_every = recipe.validate_every;
 }
 
 /// A resumed run keeps the schedule, batch size and checkpoint interval it was started with for
@@ -86,6 +87,7 @@ void keep_recorded_recipe(TrainOptions& t, const nlohmann::json& recorded, const
   keep("--warmup", "warmup", t.lr.warmup);
   keep("--max-tokens", "max_tokens", t.batching.max_tokens);
   keep("--save-interval-updates", "save_interval_updates", t.save_interval_updates);
+  keep("--validate-every", "validate_every", t.validate_every);
 }
 
 void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
@@ -151,12 +153,14 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   }
   if (recorded) keep_recorded_recipe(o.train, *recorded, cmd);
   spdlog::info("recipe: {} schedule, {}warm-up {} updates, {} tokens per side per batch x {}, checkpoints at epoch "
-               "ends{}", o.train.lr.kind,
+               "ends{}, validation {}", o.train.lr.kind,
                o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)
                                          : fmt::format("peak {:g}, ", o.train.lr.peak_lr),
                o.train.lr.warmup, o.train.batching.max_tokens, o.train.update_freq,
                o.train.save_interval_updates > 0 ? fmt::format(" and every {} updates", o.train.save_interval_updates)
-                                                 : std::string());
+                                                 : std::string(),
+               o.train.validate_every > 0 ? fmt::format("every {} updates and at the end", o.train.validate_every)
+                                          : std::string("at every checkpoint"));
   const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
   o.train.lr.d_model = config.d_model;
   Trainer trainer(o.train, config, std::move(data), device, group.get());
@@ -225,7 +229,10 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--max-updates", t.max_updates, "Stop after this many updates (0 = no limit)")->group(group);
   cmd.add_option("--time-limit", t.time_limit_minutes, "Stop after this many minutes of training")->group(group);
   cmd.add_option("--patience", t.patience, "Stop after this many validations without improvement")->group(group);
-  cmd.add_option("--validate-every", t.validate_every, "Validate every N updates (and at epoch ends)")->group(group);
+  cmd.add_option("--validate-every", t.validate_every,
+                 "Validate every N updates (and the last checkpoint) instead of at every checkpoint "
+                 "(default: the preset's; 500 for small and tiny, else 0 = at every checkpoint)")
+      ->group(group);
   cmd.add_option("--valid-beam", t.valid_beam, "Beam for validation BLEU (1 = greedy)")->capture_default_str()->group(group);
   cmd.add_option("--valid-max-sentences", t.valid_max_sentences, "Validation BLEU on the first N sentences (0 = all)")
       ->group(group);

@@ -57,3 +57,4 @@ PY
 echo "model: $model"
 "$tfm" eval --model "$model" --src "$data/test_2016_flickr.$src.gz" --ref "$data/test_2016_flickr.$tgt.gz" \
   --metrics bleu,chrf --output "$out/test.hyp" 2> "$out/eval.log"
+grep -oE 'search: .*' "$out/eval.log" | head -1 || true

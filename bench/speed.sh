@@ -86,7 +86,7 @@ timed "$python" "$here/reference_translate.py" --model "$model" --threads "$thre
   > "$out/hyp.ref" 2> "$out/log.ref"
 ref_rss=$(cat "$out/rss")
 for mode in plain fp32 int8; do
-  flags=(--threads "$threads"); extra=(--dtype float32)
+  flags=(--threads "$threads"); extra=(--dtype float32 --lenpen 0.6)  # the reference's and CTranslate2's alpha
   [ "$mode" = plain ] && flags+=(--plain-kernels)
   [ "$mode" = int8 ] && extra+=(--quantize int8)
   timed "$tfm" "${flags[@]}" translate --model "$model" "${extra[@]}" < "$out/test.en" > "$out/hyp.tfm-$mode" \
@@ -94,8 +94,9 @@ for mode in plain fp32 int8; do
   cp "$out/rss" "$out/rss.tfm-$mode"
 done
 row "PyTorch reference fp32" "$out/hyp.ref" "$out/log.ref" "$ref_rss"
-lat_fp32=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32)
-lat_int8=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32 --tfm-flag=--quantize=int8)
+lat_fp32=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32 --tfm-flag=--lenpen=0.6)
+lat_int8=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32 --tfm-flag=--lenpen=0.6 \
+  --tfm-flag=--quantize=int8)
 row "tfm --plain-kernels fp32" "$out/hyp.tfm-plain" "$out/log.tfm-plain" "$(cat "$out/rss.tfm-plain")"
 row "tfm fp32" "$out/hyp.tfm-fp32" "$out/log.tfm-fp32" "$(cat "$out/rss.tfm-fp32")" "$lat_fp32"
 row "tfm int8" "$out/hyp.tfm-int8" "$out/log.tfm-int8" "$(cat "$out/rss.tfm-int8")" "$lat_int8"

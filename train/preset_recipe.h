@@ -14,6 +14,7 @@ struct PresetRecipe {
   LrScheduleOptions lr;               // kind, factor, peak and warm-up (d_model is the model's)
   int64_t max_tokens = 0;             // padded subwords per side per batch
   int64_t save_interval_updates = 0;  // numbered checkpoints between epoch ends too (0 = off)
+  int64_t validate_every = 0;         // validation every N updates instead of at every save (0 = at every save)
 };
 
 /// Throws std::invalid_argument for an unknown preset.

@@ -44,7 +44,7 @@ void to_json(nlohmann::json& json, const TrainOptions& o) {
           {"lr_factor", o.lr.factor}, {"lr", o.lr.peak_lr}, {"warmup", o.lr.warmup},
           {"adam_betas", {o.adam_beta1, o.adam_beta2}}, {"adam_eps", o.adam_eps},
           {"label_smoothing", o.label_smoothing}, {"clip_norm", o.clip_norm}, {"dtype", o.dtype},
-          {"save_interval_updates", o.save_interval_updates}};
+          {"save_interval_updates", o.save_interval_updates}, {"validate_every", o.validate_every}};
 }
 
 }  // namespace tfm

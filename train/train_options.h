@@ -31,7 +31,7 @@ struct TrainOptions {
   double time_limit_minutes = 0;
   int64_t patience = 0;               // validations without improvement before stopping (0 = never stop early)
   // Validation and checkpoints
-  int64_t validate_every = 0;         // updates between validations (0 = at epoch ends only)
+  int64_t validate_every = 0;         // updates between validations, and only then (0 = at every save)
   int64_t valid_beam = 1;             // beam for validation BLEU (1 = greedy)
   int64_t valid_max_sentences = 0;    // validation BLEU on the first N sentences (0 = all)
   std::string best_metric = "bleu";   // "bleu" (higher is better) or "loss"

@@ -287,6 +287,7 @@ void Trainer::save(bool epoch_end, bool is_best) {
                                      std::to_string(progress_.update) + ".pt");
   }
   last_saved_update_ = progress_.update;
+  last_save_epoch_end_ = epoch_end;
   save_checkpoint(written.string(), model_, data_.tokenizer.serialized(), *optimizer_, progress_, train_options);
   if (written != last) copy_atomically(written, last);
   if (is_best) copy_atomically(written, dir / "checkpoint_best.pt");
@@ -334,17 +335,19 @@ void Trainer::write_average() const {
                paths.size(), names);
 }
 
-void Trainer::validate_and_save(bool epoch_end) {
+void Trainer::validate_and_save(bool epoch_end, bool validate) {
+  if (validate) last_validated_update_ = progress_.update;
   if (group_) {
     verify_replicas();
     if (!group_->is_main()) {  // rank 0 validates and writes; the others wait for it
       last_saved_update_ = progress_.update;
+      last_save_epoch_end_ = epoch_end;
       group_->barrier();
       return;
     }
   }
   bool is_best = false;
-  if (data_.valid) {
+  if (validate && data_.valid) {
     const auto start = now_seconds();
     const auto result = validate_model();
     const bool by_bleu = options_.best_metric == "bleu";
@@ -464,11 +467,11 @@ void Trainer::after_update(bool epoch_end) {
   }
   if (epoch_end) return;  // run() validates and saves at the epoch end
   const int64_t update = progress_.update;
-  const bool validate_now = options_.validate_every > 0 && update % options_.validate_every == 0;
+  const bool validate_now = validation_due();
   const bool save_now = options_.save_interval_updates > 0 && update % options_.save_interval_updates == 0;
   if (validate_now || save_now) {
     if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
-    validate_and_save(false);
+    validate_and_save(false, validate_now || saves_validate());
   }
 }
 
@@ -477,6 +480,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
   last_log_time_ = session_start_;
   elapsed_at_start_ = progress_.elapsed_seconds;
   last_saved_update_ = progress_.update;
+  last_validated_update_ = progress_.update;  // a resumed run that stops at once rewrites nothing
   last_memory_release_ = session_start_;
   BatchPrefetcher prefetcher(data_.train, device_);  // one collating thread for the whole run
   for (;;) {
@@ -486,7 +490,13 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
         if (is_main()) save(false, false);  // quick: no validation, just keep the work
         return *stop;
       }
-      if (progress_.update != last_saved_update_) validate_and_save(false);
+      // The last checkpoint is validated whatever the interval, for checkpoint_best and the
+      // curve's last point. Saved already (an epoch end just before the stop): it is rewritten
+      // under the same name, so averaging does not count it twice.
+      const bool saved = progress_.update == last_saved_update_;
+      if (!saved || progress_.update != last_validated_update_) {
+        validate_and_save(saved && last_save_epoch_end_, true);
+      }
       if (is_main()) write_average();
       return *stop;
     }
@@ -518,7 +528,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
       log_progress(true);
       ++progress_.epoch;
       progress_.batch_in_epoch = 0;
-      validate_and_save(true);
+      validate_and_save(true, saves_validate() || validation_due());
     }
   }
 }

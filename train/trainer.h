@@ -67,7 +67,13 @@ class Trainer {
   void verify_replicas();
   bool is_main() const { return group_ == nullptr || group_->is_main(); }
   void after_update(bool epoch_end);
-  void validate_and_save(bool epoch_end);
+  /// Saves a checkpoint, validating first when `validate` (and there is validation data).
+  void validate_and_save(bool epoch_end, bool validate);
+  /// Whether a save validates too: with --validate-every, validation keeps its own interval and
+  /// the saves in between (epoch ends, --save-interval-updates) only save; without it, every save validates.
+  bool saves_validate() const { return options_.validate_every == 0; }
+  /// With --validate-every: whether this update is one to validate at.
+  bool validation_due() const { return options_.validate_every > 0 && progress_.update % options_.validate_every == 0; }
   void save(bool epoch_end, bool is_best);
   void remove_old_checkpoints();
   /// The numbered checkpoints in the save directory, newest first.
@@ -96,7 +102,9 @@ class Trainer {
   double sum_allreduce_seconds_ = 0;  // data parallelism: time in all_reduce_update (with waiting for the slowest rank)
   int64_t sum_updates_ = 0;           // updates since the last log line
   double last_log_time_ = 0;
-  int64_t last_saved_update_ = -1;  // the update of the newest checkpoint
+  int64_t last_saved_update_ = -1;      // the update of the newest checkpoint
+  bool last_save_epoch_end_ = false;     // whether that checkpoint was an epoch end's (its file name)
+  int64_t last_validated_update_ = -1;  // the update of the newest validation
   size_t epoch_batches_ = 0;         // batches in the current epoch, for the progress line
   double last_memory_release_ = 0;   // when free allocator pages were last handed back (now_seconds)
   static constexpr double kMemoryReleaseSeconds = 600;

@@ -57,6 +57,7 @@ run "$TFM" eval --model "$model" --src "$WORK/data/test.en" --ref "$WORK/data/te
 expect_code 0 "eval --model"
 expect_contains "$out" "BLEU|nrefs:1" "eval --model prints BLEU"
 expect_contains "$out" "sentences/s" "eval --model prints speed"
+expect_contains "$err" "search: beam 4, length penalty 1.5, max length 0 * source + 50" "eval --model logs the default search"
 
 # The trainer's checkpoint_avg.pt is `tfm average` of the checkpoints its log names, and translates.
 run "$TFM" average --inputs "$WORK/model/checkpoint_1_6.pt" "$WORK/model/checkpoint_1_12.pt" --output "$WORK/avg.pt"
@@ -100,8 +101,10 @@ expect_contains "$err" "resuming from" "resume after SIGINT"
 # The preset's training recipe fills the flags left unset; explicit flags win; --preset auto
 # picks small for a small corpus.
 expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.002, warm-up 1000 updates, 1024 tokens" "tiny's recipe"
-run train --no-resume --max-updates 1 --lr 0.0005 --warmup 7
+expect_contains "$err" "validation every 500 updates and at the end" "tiny's validation interval"
+run train --no-resume --max-updates 1 --lr 0.0005 --warmup 7 --validate-every 3
 expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.0005, warm-up 7 updates, 1024 tokens" "explicit flags win"
+expect_contains "$err" "validation every 3 updates and at the end" "an explicit --validate-every wins"
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/auto" \
   --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1
 expect_code 0 "train with --preset auto"
@@ -109,6 +112,7 @@ expect_contains "$err" "--preset auto: small (400 training pairs" "auto picks sm
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/base" \
   --preset base --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1
 expect_contains "$err" "recipe: noam schedule, factor 1, warm-up 4000 updates" "base keeps the paper's schedule"
+expect_contains "$err" "validation at every checkpoint" "base validates at every checkpoint"
 # Resumed without --preset (auto would pick small), the run keeps the schedule it started with.
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/base" \
   --vocab-size 120 --max-updates 2

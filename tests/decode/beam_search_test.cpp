@@ -101,6 +101,7 @@ TEST(GreedySearch, EqualsTheGreedyLoopOverFullForwardPasses) {
     const std::vector<int64_t> tokens{5, 6, 7, 8};
     BeamOptions options;
     options.beam = 1;
+    options.length_penalty = 0.6;
     options.max_len_b = 10;
     const auto result = greedy_search(scorer, source_for(tokens), {4}, options);
     ASSERT_EQ(result.size(), 1u);
@@ -170,6 +171,7 @@ TEST(BeamSearch, WideBeamFindsTheBruteForceBest) {
     TransformerScorer scorer(model);
     BeamOptions options;
     options.beam = 343;  // |V|^(L-1): every prefix stays in the beam
+    options.length_penalty = 0.6;
     options.nbest = 3;
     options.max_len_b = kMaxLen;
     const auto result = beam_search(scorer, source, {3}, options)[0];
@@ -187,6 +189,7 @@ TEST(BeamSearch, NarrowBeamReportsItsScoreCorrectly) {
   const auto source = source_for({4, 5, 6, 7, 8});
   BeamOptions options;
   options.beam = 2;
+  options.length_penalty = 0.6;
   options.max_len_b = 8;
   const auto best = beam_search(scorer, source, {5}, options)[0][0];
   const double log_prob = sequence_log_prob(model, source, best.tokens);

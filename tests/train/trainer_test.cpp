@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 
+#include "data/batching.h"
 #include "decode/translator.h"
 #include "model/model_file.h"
 #include "tests/tensor_assert.h"
@@ -171,6 +173,104 @@ TEST(Trainer, ADamagedOptimizerStateIsAnErrorNotASilentlyDifferentRun) {
     EXPECT_NE(std::string(error.what()).find(last + ": damaged file (record archive/data/"), std::string::npos)
         << error.what();
   }
+}
+
+/// The updates at which metrics.jsonl records a validation.
+std::vector<int64_t> validated_updates(const std::string& save_dir) {
+  std::ifstream metrics(save_dir + "/metrics.jsonl");
+  std::vector<int64_t> updates;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("type") == "valid") updates.push_back(record.at("update").get<int64_t>());
+  }
+  return updates;
+}
+
+/// Numbered checkpoint files in a save directory, sorted by name.
+std::vector<std::string> numbered_files(const std::string& save_dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(save_dir)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("checkpoint", 0) == 0 && name != "checkpoint_last.pt" && name != "checkpoint_best.pt" &&
+        name != "checkpoint_avg.pt") {
+      names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
+  ToyTask task;
+  task.data.valid = task.data.train;
+  task.options.keep_last = 100;
+  task.options.average_last = 0;
+  task.options.save_interval_updates = 2;
+  task.options.validate_every = 4;
+  task.options.max_updates = 11;
+  const int64_t batches_per_epoch =
+      static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+  ASSERT_GT(batches_per_epoch, 2);  // epoch ends fall between validations
+  {
+    Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    trainer.run(interrupted);
+  }
+  // Every 4 updates and the last one (11); not at the saves every 2 updates nor at epoch ends.
+  EXPECT_EQ(validated_updates(task.options.save_dir), (std::vector<int64_t>{4, 8, 11}));
+  // An update due for validation that is also an epoch end is validated there.
+  ToyTask epoch_interval;
+  epoch_interval.data.valid = epoch_interval.data.train;
+  epoch_interval.options.validate_every = batches_per_epoch;
+  epoch_interval.options.max_updates = batches_per_epoch + 1;
+  {
+    Trainer trainer(epoch_interval.options, epoch_interval.config, epoch_interval.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    trainer.run(interrupted);
+  }
+  EXPECT_EQ(validated_updates(epoch_interval.options.save_dir),
+            (std::vector<int64_t>{batches_per_epoch, batches_per_epoch + 1}));
+  // Without --validate-every, every save validates (each epoch end and every 2 updates).
+  ToyTask every_save;
+  every_save.data.valid = every_save.data.train;
+  every_save.options.save_interval_updates = 2;
+  every_save.options.max_updates = 5;
+  {
+    Trainer trainer(every_save.options, every_save.config, every_save.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    trainer.run(interrupted);
+  }
+  std::vector<int64_t> epoch_ends;
+  for (int64_t epoch = 1, end = 0; end < 5; ++epoch) {
+    end += static_cast<int64_t>(make_batches(every_save.data.train, every_save.options.batching, epoch).size());
+    epoch_ends.push_back(end);
+  }
+  std::vector<int64_t> expected;
+  for (int64_t update = 1; update <= 5; ++update) {
+    const bool epoch_end = std::find(epoch_ends.begin(), epoch_ends.end(), update) != epoch_ends.end();
+    if (update % 2 == 0 || epoch_end || update == 5) expected.push_back(update);
+  }
+  EXPECT_EQ(validated_updates(every_save.options.save_dir), expected);
+}
+
+TEST(Trainer, AStopRightAfterAnUnvalidatedEpochEndValidatesItWithoutASecondFile) {
+  ToyTask task;
+  task.data.valid = task.data.train;
+  task.options.keep_last = 100;
+  task.options.average_last = 0;
+  task.options.validate_every = 1000;
+  const int64_t batches_per_epoch =
+      static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+  task.options.max_updates = batches_per_epoch;  // stops exactly at the first epoch end
+  {
+    Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    trainer.run(interrupted);
+  }
+  EXPECT_EQ(validated_updates(task.options.save_dir), (std::vector<int64_t>{batches_per_epoch}));
+  // One checkpoint for that update, under the epoch end's name: averaging must not count it twice.
+  EXPECT_EQ(numbered_files(task.options.save_dir), (std::vector<std::string>{"checkpoint1.pt"}));
+  EXPECT_TRUE(std::filesystem::exists(task.options.save_dir + "/checkpoint_best.pt"));
 }
 
 TEST(Trainer, InterruptSavesCheckpointLast) {
