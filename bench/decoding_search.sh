@@ -5,8 +5,9 @@
 #   bench/decoding_search.sh RUN_DIR [--src en --tgt de]
 #
 # Prints validation BLEU for checkpoint_last, checkpoint_best and the average of the newest K
-# numbered checkpoints (K = 2, 3, 5, 8, all kept), each with beam 4 and length penalty 0.6; then,
-# for the trainer's checkpoint_avg.pt, beam 1, 4, 5 and 6 with length penalty 0.6 and 1.0.
+# numbered checkpoints (K = 2, 3, 5, 8, all kept), each with beam 4 and length penalty 1.5 (tfm's
+# defaults); then, for the trainer's checkpoint_avg.pt, greedy, and beam 4, 5 and 6 with length
+# penalty 0.6 (the paper's), 1.0, 1.5 and 2.0.
 set -euo pipefail
 run=${1:?usage: $0 RUN_DIR [--src en --tgt de]}; shift
 src=en tgt=de
@@ -29,21 +30,24 @@ bleu() {  # MODEL BEAM LENPEN
 }
 echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) | run: $run"
 echo
-echo "| model (validation, beam 4, lenpen 0.6) | BLEU |"
+echo "| model (validation, beam 4, lenpen 1.5) | BLEU |"
 echo "|---|---:|"
-echo "| checkpoint_last.pt | $(bleu "$run/checkpoint_last.pt" 4 0.6) |"
-echo "| checkpoint_best.pt | $(bleu "$run/checkpoint_best.pt" 4 0.6) |"
+echo "| checkpoint_last.pt | $(bleu "$run/checkpoint_last.pt" 4 1.5) |"
+echo "| checkpoint_best.pt | $(bleu "$run/checkpoint_best.pt" 4 1.5) |"
 mapfile -t newest < <(ls -t "$run"/checkpoint*.pt | grep -E '/checkpoint([0-9]+|_[0-9]+_[0-9]+)\.pt$')
 for k in 2 3 5 8 ${#newest[@]}; do
   [ "$k" -le "${#newest[@]}" ] || continue
   [ "$k" -ge 2 ] || continue
   "$tfm" average --inputs "${newest[@]:0:k}" --output "$scratch/avg$k.pt" 2> /dev/null
   names=$(printf '%s\n' "${newest[@]:0:k}" | xargs -n1 basename | sed 's/checkpoint//; s/\.pt//' | paste -sd ' ')
-  echo "| average of the newest $k ($names) | $(bleu "$scratch/avg$k.pt" 4 0.6) |"
+  echo "| average of the newest $k ($names) | $(bleu "$scratch/avg$k.pt" 4 1.5) |"
 done
 echo
-echo "| checkpoint_avg.pt (validation) | lenpen 0.6 | lenpen 1.0 |"
-echo "|---|---:|---:|"
-for beam in 1 4 5 6; do
-  echo "| beam $beam | $(bleu "$run/checkpoint_avg.pt" "$beam" 0.6) | $(bleu "$run/checkpoint_avg.pt" "$beam" 1.0) |"
+echo "| checkpoint_avg.pt (validation) | lenpen 0.6 | 1.0 | 1.5 | 2.0 |"
+echo "|---|---:|---:|---:|---:|"
+echo "| greedy (no length penalty choice) | $(bleu "$run/checkpoint_avg.pt" 1 1.5) | | | |"
+for beam in 4 5 6; do
+  row="| beam $beam"
+  for lenpen in 0.6 1.0 1.5 2.0; do row+=" | $(bleu "$run/checkpoint_avg.pt" "$beam" "$lenpen")"; done
+  echo "$row |"
 done

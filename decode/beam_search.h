@@ -9,7 +9,8 @@
 namespace tfm {
 
 /// Beam search settings; defaults are the paper's (§6.1: beam 4, maximum output length input + 50)
-/// but for the length penalty. The paper's 0.6 left outputs short on Multi30k (BP 0.91-0.97):
+/// but for the length penalty. The paper's 0.6 left outputs short on Multi30k (validation brevity
+/// penalty 0.91 for one model; still 0.95-0.99 at 1.5):
 /// of 0.6, 1.0, 1.25, 1.5 and 2.0, 1.5 scored the highest validation BLEU for each of the four
 /// 60-minute models of the issue-14 search (BENCHMARKS.md); `--lenpen 0.6` is the paper's.
 struct BeamOptions {
