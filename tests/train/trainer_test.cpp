@@ -200,46 +200,43 @@ std::vector<std::string> numbered_files(const std::string& save_dir) {
   return names;
 }
 
+/// Trains `task` until it stops, validating on its own training pairs.
+void train_validating(ToyTask& task) {
+  task.data.valid = task.data.train;
+  Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+  std::atomic<bool> interrupted{false};
+  trainer.run(interrupted);
+}
+
+/// Batches in the first epoch of `task`'s training pairs.
+int64_t first_epoch_batches(const ToyTask& task) {
+  return static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+}
+
 TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
   ToyTask task;
-  task.data.valid = task.data.train;
   task.options.keep_last = 100;
   task.options.average_last = 0;
   task.options.save_interval_updates = 2;
   task.options.validate_every = 4;
   task.options.max_updates = 11;
-  const int64_t batches_per_epoch =
-      static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+  const int64_t batches_per_epoch = first_epoch_batches(task);
   ASSERT_GT(batches_per_epoch, 2);  // epoch ends fall between validations
-  {
-    Trainer trainer(task.options, task.config, task.data, torch::kCPU);
-    std::atomic<bool> interrupted{false};
-    trainer.run(interrupted);
-  }
+  train_validating(task);
   // Every 4 updates and the last one (11); not at the saves every 2 updates nor at epoch ends.
   EXPECT_EQ(validated_updates(task.options.save_dir), (std::vector<int64_t>{4, 8, 11}));
   // An update due for validation that is also an epoch end is validated there.
   ToyTask epoch_interval;
-  epoch_interval.data.valid = epoch_interval.data.train;
   epoch_interval.options.validate_every = batches_per_epoch;
   epoch_interval.options.max_updates = batches_per_epoch + 1;
-  {
-    Trainer trainer(epoch_interval.options, epoch_interval.config, epoch_interval.data, torch::kCPU);
-    std::atomic<bool> interrupted{false};
-    trainer.run(interrupted);
-  }
+  train_validating(epoch_interval);
   EXPECT_EQ(validated_updates(epoch_interval.options.save_dir),
             (std::vector<int64_t>{batches_per_epoch, batches_per_epoch + 1}));
   // Without --validate-every, every save validates (each epoch end and every 2 updates).
   ToyTask every_save;
-  every_save.data.valid = every_save.data.train;
   every_save.options.save_interval_updates = 2;
   every_save.options.max_updates = 5;
-  {
-    Trainer trainer(every_save.options, every_save.config, every_save.data, torch::kCPU);
-    std::atomic<bool> interrupted{false};
-    trainer.run(interrupted);
-  }
+  train_validating(every_save);
   std::vector<int64_t> epoch_ends;
   for (int64_t epoch = 1, end = 0; end < 5; ++epoch) {
     end += static_cast<int64_t>(make_batches(every_save.data.train, every_save.options.batching, epoch).size());
@@ -255,18 +252,12 @@ TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
 
 TEST(Trainer, AStopRightAfterAnUnvalidatedEpochEndValidatesItWithoutASecondFile) {
   ToyTask task;
-  task.data.valid = task.data.train;
   task.options.keep_last = 100;
   task.options.average_last = 0;
   task.options.validate_every = 1000;
-  const int64_t batches_per_epoch =
-      static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+  const int64_t batches_per_epoch = first_epoch_batches(task);
   task.options.max_updates = batches_per_epoch;  // stops exactly at the first epoch end
-  {
-    Trainer trainer(task.options, task.config, task.data, torch::kCPU);
-    std::atomic<bool> interrupted{false};
-    trainer.run(interrupted);
-  }
+  train_validating(task);
   EXPECT_EQ(validated_updates(task.options.save_dir), (std::vector<int64_t>{batches_per_epoch}));
   // One checkpoint for that update, under the epoch end's name: averaging must not count it twice.
   EXPECT_EQ(numbered_files(task.options.save_dir), (std::vector<std::string>{"checkpoint1.pt"}));
