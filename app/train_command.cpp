@@ -70,6 +70,9 @@ void apply_preset_recipe(TrainOptions& t, const std::string& preset, const CLI::
   if (unset("--max-tokens")) t.batching.max_tokens = recipe.max_tokens;
   if (unset("--save-interval-updates")) t.save_interval_updates = recipe.save_interval_updates;
   if (unset("--validate-every")) t.validate_every = recipe.validate_every;
+  // A cool-down needs a budget to end on; a run that stops only on --patience keeps the plain schedule.
+  const bool budgeted = t.time_limit_minutes > 0 || t.max_updates > 0 || t.max_epochs > 0;
+  if (unset("--lr-cooldown")) t.lr.cooldown = budgeted ? recipe.lr.cooldown : 0.0;
 }
 
 /// A resumed run keeps the schedule, batch size and checkpoint interval it was started with for
@@ -85,6 +88,7 @@ void keep_recorded_recipe(TrainOptions& t, const nlohmann::json& recorded, const
   keep("--lr-factor", "lr_factor", t.lr.factor);
   keep("--lr", "lr", t.lr.peak_lr);
   keep("--warmup", "warmup", t.lr.warmup);
+  keep("--lr-cooldown", "lr_cooldown", t.lr.cooldown);
   keep("--max-tokens", "max_tokens", t.batching.max_tokens);
   keep("--save-interval-updates", "save_interval_updates", t.save_interval_updates);
   keep("--validate-every", "validate_every", t.validate_every);
@@ -152,11 +156,15 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
     apply_preset_recipe(o.train, o.model.preset, cmd);
   }
   if (recorded) keep_recorded_recipe(o.train, *recorded, cmd);
-  spdlog::info("recipe: {} schedule, {}warm-up {} updates, {} tokens per side per batch x {}, checkpoints at epoch "
+  spdlog::info("recipe: {} schedule, {}warm-up {} updates{}, {} tokens per side per batch x {}, checkpoints at epoch "
                "ends{}, validation {}", o.train.lr.kind,
                o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)
                                          : fmt::format("peak {:g}, ", o.train.lr.peak_lr),
-               o.train.lr.warmup, o.train.batching.max_tokens, o.train.update_freq,
+               o.train.lr.warmup,
+               o.train.lr.cooldown > 0 ? fmt::format(", linear cool-down to 0 over the last {:g}% of the budget",
+                                                     100 * o.train.lr.cooldown)
+                                       : std::string(),
+               o.train.batching.max_tokens, o.train.update_freq,
                o.train.save_interval_updates > 0 ? fmt::format(" and every {} updates", o.train.save_interval_updates)
                                                  : std::string(),
                o.train.validate_every > 0 ? fmt::format("every {} updates and at the end", o.train.validate_every)
@@ -204,7 +212,7 @@ void add_data_options(CLI::App& cmd, TrainOptions& t) {
 
 void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   const std::string group = "Optimisation";
-  // Unset, these four take the preset's values (train/preset_recipe.h).
+  // Unset, these five take the preset's values (train/preset_recipe.h).
   cmd.add_option("--lr-scheduler", t.lr.kind,
                  "noam (the paper's) or inverse_sqrt (default: the preset's: noam for base and big, "
                  "inverse_sqrt for small and tiny)")->group(group);
@@ -212,6 +220,9 @@ void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--lr", t.lr.peak_lr, "inverse_sqrt: peak learning rate (default: the preset's)")->group(group);
   cmd.add_option("--warmup", t.lr.warmup, "Warmup updates (default: the preset's; 4000 for base and big)")
       ->group(group);
+  cmd.add_option("--lr-cooldown", t.lr.cooldown,
+                 "Fraction of the budget (--time-limit, --max-updates or --max-epochs) at its end over which the "
+                 "rate falls linearly to 0 (default: the preset's; 0, none, for every preset)")->group(group);
   cmd.add_option("--adam-beta1", t.adam_beta1, "Adam beta1")->capture_default_str()->group(group);
   cmd.add_option("--adam-beta2", t.adam_beta2, "Adam beta2")->capture_default_str()->group(group);
   cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);

@@ -20,6 +20,8 @@ PresetRecipe preset_recipe(const std::string& preset) {
     recipe.lr.kind = "inverse_sqrt";
     recipe.lr.peak_lr = 2e-3;
     recipe.lr.warmup = 1000;
+    // No cool-down (--lr-cooldown): annealing over the hour's last fifth ended on a better single
+    // checkpoint but a worse average of the last five (39.40 against 39.77 validation BLEU).
     recipe.max_tokens = 2048;
     // The model is still improving when time runs out: checkpoints 200 updates apart make the
     // average of the last five span the end of training rather than its last five epochs.

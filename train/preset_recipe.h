@@ -11,7 +11,7 @@ namespace tfm {
 /// updates); small and tiny, the CPU presets, use the recipe that won the Multi30k search on a
 /// 2-core CPU (issue 14; the table of candidates is in BENCHMARKS.md).
 struct PresetRecipe {
-  LrScheduleOptions lr;               // kind, factor, peak and warm-up (d_model is the model's)
+  LrScheduleOptions lr;               // kind, factor, peak, warm-up and cool-down (d_model is the model's)
   int64_t max_tokens = 0;             // padded subwords per side per batch
   int64_t save_interval_updates = 0;  // numbered checkpoints between epoch ends too (0 = off)
   int64_t validate_every = 0;         // validation every N updates instead of at every save (0 = at every save)

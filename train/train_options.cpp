@@ -34,6 +34,8 @@ void validate(const TrainOptions& o) {
           "gradients would underflow to zero); use bfloat16 or float32 (float16 is for translation)");
   validate(o.cleaning);
   validate(o.lr);
+  require(o.lr.cooldown == 0 || o.time_limit_minutes > 0 || o.max_updates > 0 || o.max_epochs > 0,
+          "--lr-cooldown needs a budget to end on: --time-limit, --max-updates or --max-epochs");
 }
 
 void to_json(nlohmann::json& json, const TrainOptions& o) {
@@ -41,7 +43,7 @@ void to_json(nlohmann::json& json, const TrainOptions& o) {
           {"valid_tgt", o.valid_tgt}, {"vocab_size", o.vocab_size}, {"max_len", o.cleaning.max_len},
           {"max_len_ratio", o.cleaning.max_len_ratio}, {"max_tokens", o.batching.max_tokens}, {"max_sentences", o.batching.max_sentences},
           {"seed", o.batching.seed}, {"update_freq", o.update_freq}, {"lr_scheduler", o.lr.kind},
-          {"lr_factor", o.lr.factor}, {"lr", o.lr.peak_lr}, {"warmup", o.lr.warmup},
+          {"lr_factor", o.lr.factor}, {"lr", o.lr.peak_lr}, {"warmup", o.lr.warmup}, {"lr_cooldown", o.lr.cooldown},
           {"adam_betas", {o.adam_beta1, o.adam_beta2}}, {"adam_eps", o.adam_eps},
           {"label_smoothing", o.label_smoothing}, {"clip_norm", o.clip_norm}, {"dtype", o.dtype},
           {"save_interval_updates", o.save_interval_updates}, {"validate_every", o.validate_every}};

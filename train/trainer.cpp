@@ -198,9 +198,12 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
   }
   // Each rank's gradients are sums over its target tokens; summed over the ranks and divided by
   // all their tokens below, the step is the one a single process would take on all the batches.
+  // How far through the budget this update is; with a cool-down the rate depends on it, and the
+  // ranks' clocks differ a little, so they use their mean to keep the replicas bit-identical.
+  double budget = budget_used();
   if (group_) {
     const double start = now_seconds();
-    all_reduce_update(loss, nll, tokens, all_tokens);
+    all_reduce_update(loss, nll, tokens, all_tokens, budget);
     sum_allreduce_seconds_ += now_seconds() - start;
   }
   ++sum_updates_;
@@ -212,7 +215,8 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
   // gradient however the update is split into batches.
   auto gradients = gradients_of(model_->parameters());
   scale_and_clip_gradients(gradients, 1.0 / static_cast<double>(std::max<int64_t>(tokens, 1)), options_.clip_norm);
-  set_learning_rate(*optimizer_, learning_rate(options_.lr, progress_.update + 1));
+  current_lr_ = learning_rate(options_.lr, progress_.update + 1, budget);
+  set_learning_rate(*optimizer_, current_lr_);
   if (fused_kernels()) {
     fused_adam_step(*optimizer_);
   } else {
@@ -222,21 +226,41 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
 }
 
 void Trainer::all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens,
-                                int64_t& all_tokens) {
+                                int64_t& all_tokens, double& budget_used) {
   buckets_->all_reduce(*group_);
-  // [4]: loss sum, nll sum, target tokens, all tokens; float64 counts tokens exactly up to 2^53.
+  // [5]: loss sum, nll sum, target tokens, all tokens, budget used; float64 counts tokens exactly
+  // up to 2^53.
   const auto options = torch::TensorOptions().dtype(torch::kDouble).device(device_);
   const auto zero = torch::zeros({}, options);
   std::vector<torch::Tensor> stats{torch::stack({loss.defined() ? loss.to(options) : zero,
                                                  nll.defined() ? nll.to(options) : zero,
                                                  torch::tensor(static_cast<double>(target_tokens), options),
-                                                 torch::tensor(static_cast<double>(all_tokens), options)})};
+                                                 torch::tensor(static_cast<double>(all_tokens), options),
+                                                 torch::tensor(budget_used, options)})};
   group_->all_reduce_sum(stats);
   loss = stats[0][0];
   nll = stats[0][1];
   const auto counts = stats[0].slice(0, 2).cpu();
   target_tokens = static_cast<int64_t>(counts[0].item<double>());
   all_tokens = static_cast<int64_t>(counts[1].item<double>());
+  budget_used = counts[2].item<double>() / group_->size();
+}
+
+double Trainer::budget_used() const {
+  double used = 0;
+  if (options_.max_updates > 0) {
+    used = std::max(used, static_cast<double>(progress_.update) / static_cast<double>(options_.max_updates));
+  }
+  if (options_.time_limit_minutes > 0) {
+    const double elapsed = elapsed_at_start_ + now_seconds() - session_start_;
+    used = std::max(used, elapsed / (options_.time_limit_minutes * 60));
+  }
+  if (options_.max_epochs > 0 && epoch_batches_ > 0) {
+    const double epochs = static_cast<double>(progress_.epoch - 1) +
+                          static_cast<double>(progress_.batch_in_epoch) / static_cast<double>(epoch_batches_);
+    used = std::max(used, epochs / static_cast<double>(options_.max_epochs));
+  }
+  return std::min(used, 1.0);
 }
 
 ValidationResult Trainer::validate_model() {
@@ -422,7 +446,7 @@ void Trainer::log_progress(bool force) {
   const double seconds = std::max(now - last_log_time_, 1e-9);
   const double loss = sum_loss_.item<double>() / sum_target_tokens_;
   const double ppl = std::exp(sum_nll_.item<double>() / sum_target_tokens_);
-  const double lr = learning_rate(options_.lr, progress_.update);
+  const double lr = current_lr_;
   const double tokens_per_second = sum_all_tokens_ / seconds;
   const double elapsed = elapsed_at_start_ + now - session_start_;
   std::string eta;

@@ -59,7 +59,10 @@ class Trainer {
  private:
   void train_update(BatchPrefetcher& batches, size_t count);
   /// Data parallelism: sums gradients and this update's loss and token counts over the ranks.
-  void all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens, int64_t& all_tokens);
+  void all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens, int64_t& all_tokens,
+                         double& budget_used);
+  /// The fraction (0..1) of --time-limit, --max-updates or --max-epochs used so far: the largest.
+  double budget_used() const;
   /// Data parallelism, at the start: checks that every rank loaded the same data and checkpoint,
   /// then gives every rank rank 0's parameters.
   void join_ranks();
@@ -102,6 +105,7 @@ class Trainer {
   double sum_allreduce_seconds_ = 0;  // data parallelism: time in all_reduce_update (with waiting for the slowest rank)
   int64_t sum_updates_ = 0;           // updates since the last log line
   double last_log_time_ = 0;
+  double current_lr_ = 0;            // the rate of the last update, for the progress line
   int64_t last_saved_update_ = -1;      // the update of the newest checkpoint
   bool last_save_epoch_end_ = false;     // whether that checkpoint was an epoch end's (its file name)
   int64_t last_validated_update_ = -1;  // the update of the newest validation

@@ -82,6 +82,11 @@ if ! "$TFM" --version | grep -q "device(s) usable"; then
 fi
 run train --max-updates 20 --max-len-ratio -1
 expect_code 2 "bad --max-len-ratio"
+# A cool-down needs a budget to end on.
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/nobudget" \
+  --preset tiny --lr-cooldown 0.2
+expect_code 2 "--lr-cooldown without a budget"
+expect_contains "$err" "--lr-cooldown needs a budget to end on" "--lr-cooldown without a budget names the flag"
 
 # SIGINT saves checkpoint_last and exits 130; running again resumes from it.
 rm -rf "$WORK/model"
@@ -102,8 +107,9 @@ expect_contains "$err" "resuming from" "resume after SIGINT"
 # picks small for a small corpus.
 expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.002, warm-up 1000 updates, 1024 tokens" "tiny's recipe"
 expect_contains "$err" "validation every 500 updates and at the end" "tiny's validation interval"
-run train --no-resume --max-updates 1 --lr 0.0005 --warmup 7 --validate-every 3
-expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.0005, warm-up 7 updates, 1024 tokens" "explicit flags win"
+run train --no-resume --max-updates 1 --lr 0.0005 --warmup 7 --validate-every 3 --lr-cooldown 0.3
+expect_contains "$err" "recipe: inverse_sqrt schedule, peak 0.0005, warm-up 7 updates, linear cool-down to 0 over the \
+last 30% of the budget, 1024 tokens" "explicit flags win"
 expect_contains "$err" "validation every 3 updates and at the end" "an explicit --validate-every wins"
 run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/auto" \
   --d-model 32 --d-ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 120 --max-updates 1

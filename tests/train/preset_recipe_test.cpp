@@ -14,6 +14,7 @@ TEST(PresetRecipe, BaseAndBigKeepThePapersSchedule) {
     EXPECT_EQ(recipe.lr.factor, 1.0) << name;
     EXPECT_EQ(recipe.lr.warmup, 4000) << name;
     EXPECT_EQ(recipe.validate_every, 0) << name;  // at every checkpoint (epoch ends)
+    EXPECT_EQ(recipe.lr.cooldown, 0.0) << name;
   }
 }
 
@@ -25,6 +26,8 @@ TEST(PresetRecipe, CpuPresetsShareTheSearchedRecipe) {
   EXPECT_EQ(small.lr.warmup, tiny.lr.warmup);
   EXPECT_EQ(small.max_tokens, tiny.max_tokens);
   EXPECT_EQ(small.validate_every, tiny.validate_every);
+  EXPECT_EQ(small.lr.cooldown, 0.0);  // a cool-down lost to the plain average (BENCHMARKS.md)
+  EXPECT_EQ(small.lr.cooldown, tiny.lr.cooldown);
   // Validation less often than checkpoints (it costs more than a save), but still a curve.
   EXPECT_GT(small.validate_every, small.save_interval_updates);
   EXPECT_LT(small.lr.warmup, 4000);

@@ -44,6 +44,29 @@ TEST(LrSchedule, InverseSqrt) {
   EXPECT_THROW(validate(options), std::invalid_argument);
 }
 
+TEST(LrSchedule, CooldownFallsLinearlyToZeroOverTheEndOfTheBudget) {
+  for (const char* kind : {"inverse_sqrt", "noam"}) {
+    LrScheduleOptions options;
+    options.kind = kind;
+    options.peak_lr = 1e-3;
+    options.warmup = 100;
+    LrScheduleOptions plain = options;
+    options.cooldown = 0.2;
+    // Untouched until the last fifth of the budget; then (1 - used) / 0.2 of the plain rate.
+    EXPECT_DOUBLE_EQ(learning_rate(options, 50, 0.3), learning_rate(plain, 50)) << kind;
+    EXPECT_DOUBLE_EQ(learning_rate(options, 400, 0.8), learning_rate(plain, 400)) << kind;
+    EXPECT_NEAR(learning_rate(options, 400, 0.9), 0.5 * learning_rate(plain, 400), 1e-15) << kind;
+    EXPECT_NEAR(learning_rate(options, 400, 0.95), 0.25 * learning_rate(plain, 400), 1e-15) << kind;
+    EXPECT_EQ(learning_rate(options, 400, 1.0), 0.0) << kind;
+    validate(options);
+  }
+  LrScheduleOptions options;
+  options.cooldown = 1.5;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options.cooldown = -0.1;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+}
+
 /// A handful of pairs, a tokenizer over them and a tiny model config.
 const std::vector<std::pair<std::string, std::string>> kToyPairs = {
     {"one cat", "eine Katze"}, {"two cats", "zwei Katzen"}, {"one dog", "ein Hund"},
@@ -105,6 +128,40 @@ TEST(Trainer, TinyModelOverfitsAHandfulOfPairs) {
   Translator translator({checkpoint.model}, task.data.tokenizer, greedy, torch::kCPU);
   const auto outputs = translator.translate(task.sources);
   for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputs[i].text(), task.targets[i]) << task.sources[i];
+}
+
+TEST(Trainer, CooldownSpendsTheLastPartOfMaxUpdatesAnnealingToZero) {
+  ToyTask task;
+  task.options.max_updates = 20;
+  task.options.lr.cooldown = 0.5;
+  task.options.log_interval = 1;  // a metrics record, with its rate, for every update
+  Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+  std::atomic<bool> interrupted{false};
+  ASSERT_EQ(trainer.run(interrupted), StopReason::kMaxUpdates);
+  std::ifstream metrics(task.options.save_dir + "/metrics.jsonl");
+  int64_t checked = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("type") != "train") continue;
+    // Update u is taken (u - 1) / 20 of the way through the budget: full rate up to update 11,
+    // then down by a tenth per update to a tenth of it at update 20.
+    const int64_t update = record.at("update").get<int64_t>();
+    const double used = static_cast<double>(update - 1) / 20;
+    EXPECT_NEAR(record.at("lr").get<double>(), learning_rate(task.options.lr, update, used), 1e-15) << update;
+    if (update == 20) {
+      EXPECT_NEAR(record.at("lr").get<double>(), 0.1 * 3e-3, 1e-15);  // a tenth of the peak, reached at update 20
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);  // 20 off a terminal (ctest); on one, a line a second
+}
+
+TEST(Trainer, ACooldownWithoutABudgetIsAnError) {
+  ToyTask task;
+  task.options.lr.cooldown = 0.2;
+  EXPECT_THROW(validate(task.options), std::invalid_argument);
+  task.options.time_limit_minutes = 1;
+  EXPECT_NO_THROW(validate(task.options));
 }
 
 TEST(Trainer, ResumeContinuesExactly) {
