@@ -18,8 +18,15 @@ TEST(ModelConfig, PresetsMatchThePaper) {
   EXPECT_EQ(big.d_model, 1024);
   EXPECT_EQ(big.heads, 16);
   EXPECT_DOUBLE_EQ(big.dropout, 0.3);
+  EXPECT_DOUBLE_EQ(base.attention_dropout, 0.0);  // not in the paper
+  EXPECT_DOUBLE_EQ(base.relu_dropout, 0.0);
   EXPECT_EQ(preset("small").d_model, 256);
   EXPECT_EQ(preset("tiny").encoder_layers, 2);
+  for (const char* cpu : {"small", "tiny"}) {  // the Multi30k search's winner (issue 14)
+    EXPECT_DOUBLE_EQ(preset(cpu).dropout, 0.1) << cpu;
+    EXPECT_DOUBLE_EQ(preset(cpu).attention_dropout, 0.1) << cpu;
+    EXPECT_DOUBLE_EQ(preset(cpu).relu_dropout, 0.1) << cpu;
+  }
   EXPECT_THROW(preset("huge"), std::invalid_argument);
 }
 
