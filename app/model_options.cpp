@@ -12,8 +12,12 @@ void add_model_options(CLI::App& command, ModelOptions& o) {
   command.add_option("--encoder-layers", o.encoder_layers, "Encoder layers")->group(group);
   command.add_option("--decoder-layers", o.decoder_layers, "Decoder layers")->group(group);
   command.add_option("--dropout", o.dropout, "Dropout on sub-layer outputs and embeddings")->group(group);
-  command.add_option("--attention-dropout", o.attention_dropout, "Dropout on attention weights (default: the preset's; 0.1 for small and tiny, 0 for base and big)")->group(group);
-  command.add_option("--relu-dropout", o.relu_dropout, "Dropout inside the feed-forward block (default: the preset's, as --attention-dropout)")->group(group);
+  command.add_option("--attention-dropout", o.attention_dropout,
+                     "Dropout on attention weights (default: the preset's; 0.1 for small and tiny, 0 for base and big)")
+      ->group(group);
+  command.add_option("--relu-dropout", o.relu_dropout,
+                     "Dropout inside the feed-forward block (default: the preset's, as --attention-dropout)")
+      ->group(group);
   command.add_option("--attention-score", o.attention_score, "scaled_dot (default), dot, general, additive, cosine")
       ->group(group);
   command.add_option("--attention-window", o.attention_window, "Restricted self-attention radius (0 = all)")

@@ -222,7 +222,7 @@ void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
       ->group(group);
   cmd.add_option("--lr-cooldown", t.lr.cooldown,
                  "Fraction of the budget (--time-limit, --max-updates or --max-epochs) at its end over which the "
-                 "rate falls linearly to 0 (default: the preset's; 0, none, for every preset)")->group(group);
+                 "rate falls linearly to 0 (default 0, no cool-down, for every preset)")->group(group);
   cmd.add_option("--adam-beta1", t.adam_beta1, "Adam beta1")->capture_default_str()->group(group);
   cmd.add_option("--adam-beta2", t.adam_beta2, "Adam beta2")->capture_default_str()->group(group);
   cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);
