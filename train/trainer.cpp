@@ -246,14 +246,15 @@ void Trainer::all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t
   budget_used = counts[2].item<double>() / group_->size();
 }
 
+double Trainer::elapsed_seconds() const { return elapsed_at_start_ + now_seconds() - session_start_; }
+
 double Trainer::budget_used() const {
   double used = 0;
   if (options_.max_updates > 0) {
     used = std::max(used, static_cast<double>(progress_.update) / static_cast<double>(options_.max_updates));
   }
   if (options_.time_limit_minutes > 0) {
-    const double elapsed = elapsed_at_start_ + now_seconds() - session_start_;
-    used = std::max(used, elapsed / (options_.time_limit_minutes * 60));
+    used = std::max(used, elapsed_seconds() / (options_.time_limit_minutes * 60));
   }
   if (options_.max_epochs > 0 && epoch_batches_ > 0) {
     const double epochs = static_cast<double>(progress_.epoch - 1) +
@@ -299,7 +300,7 @@ ValidationResult Trainer::validate_model() {
 }
 
 void Trainer::save(bool epoch_end, bool is_best) {
-  progress_.elapsed_seconds = elapsed_at_start_ + (now_seconds() - session_start_);
+  progress_.elapsed_seconds = elapsed_seconds();
   const fs::path dir(options_.save_dir);
   const fs::path last = dir / "checkpoint_last.pt";
   const nlohmann::json train_options = options_;
@@ -393,7 +394,7 @@ void Trainer::validate_and_save(bool epoch_end, bool validate) {
     append_metrics(options_.save_dir, {{"type", "valid"}, {"update", progress_.update}, {"epoch", epoch},
                                        {"epoch_end", epoch_end},
                                        {"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu},
-                                       {"elapsed_s", elapsed_at_start_ + now_seconds() - session_start_}});
+                                       {"elapsed_s", elapsed_seconds()}});
   }
   save(epoch_end, is_best);
   if (group_) group_->barrier();
@@ -420,8 +421,9 @@ std::optional<StopReason> Trainer::local_stop_reason(const std::atomic<bool>& in
   if (interrupted.load()) return StopReason::kInterrupted;
   if (options_.max_updates > 0 && progress_.update >= options_.max_updates) return StopReason::kMaxUpdates;
   if (options_.max_epochs > 0 && progress_.epoch > options_.max_epochs) return StopReason::kMaxEpochs;
-  const double elapsed = elapsed_at_start_ + now_seconds() - session_start_;
-  if (options_.time_limit_minutes > 0 && elapsed >= options_.time_limit_minutes * 60) return StopReason::kTimeLimit;
+  if (options_.time_limit_minutes > 0 && elapsed_seconds() >= options_.time_limit_minutes * 60) {
+    return StopReason::kTimeLimit;
+  }
   if (options_.patience > 0 && progress_.validations_without_improvement >= options_.patience) {
     return StopReason::kPatience;
   }

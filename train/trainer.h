@@ -61,6 +61,8 @@ class Trainer {
   /// Data parallelism: sums gradients and this update's loss and token counts over the ranks.
   void all_reduce_update(torch::Tensor& loss, torch::Tensor& nll, int64_t& target_tokens, int64_t& all_tokens,
                          double& budget_used);
+  /// Training seconds so far, sessions before a resume included.
+  double elapsed_seconds() const;
   /// The fraction (0..1) of --time-limit, --max-updates or --max-epochs used so far: the largest.
   double budget_used() const;
   /// Data parallelism, at the start: checks that every rank loaded the same data and checkpoint,
