@@ -31,28 +31,43 @@ expect_contains "$err" "RANK is not set" "RANK missing"
 
 # A rank killed mid-run: the survivor fails within the timeout, naming what happened; the
 # checkpoint written before is intact.
-p=$(port)
 rank_args() {  # `env` becomes tfm, so $! below is tfm itself
   echo MASTER_ADDR=127.0.0.1 MASTER_PORT="$p" WORLD_SIZE=2 RANK="$1" LOCAL_RANK="$1" LOCAL_WORLD_SIZE=2
 }
 args=(--threads 1 train --train-src "$WORK/prepared" --save-dir "$WORK/model" --preset tiny --d-model 32 --d-ff 64
       --max-tokens 256 --max-updates 100000 --save-interval-updates 5 --dist-timeout 20)
-# shellcheck disable=SC2046  # the variables are words without spaces
-env $(rank_args 0) "$TFM" "${args[@]}" > "$WORK/rank0.log" 2>&1 & rank0=$!
-# shellcheck disable=SC2046
-env $(rank_args 1) "$TFM" "${args[@]}" > "$WORK/rank1.log" 2>&1 & rank1=$!
-for _ in $(seq 1 600); do [ -s "$WORK/model/checkpoint_last.pt" ] && break; sleep 0.1; done
-[ -s "$WORK/model/checkpoint_last.pt" ] || fail "no checkpoint within a minute: $(tail -3 "$WORK/rank0.log")"
+rank_logs() { echo "rank 0: $(tail -3 "$WORK/rank0.log") | rank 1: $(tail -3 "$WORK/rank1.log")"; }
+start_ranks() {
+  p=$(port)
+  # shellcheck disable=SC2046  # the variables are words without spaces
+  env $(rank_args 0) "$TFM" "${args[@]}" > "$WORK/rank0.log" 2>&1 & rank0=$!
+  # shellcheck disable=SC2046
+  env $(rank_args 1) "$TFM" "${args[@]}" > "$WORK/rank1.log" 2>&1 & rank1=$!
+  for _ in $(seq 1 600); do
+    [ -s "$WORK/model/checkpoint_last.pt" ] && return 0
+    kill -0 "$rank0" 2>/dev/null && kill -0 "$rank1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+# The free port is picked by binding port 0 and releasing it, so another test running beside
+# this one can take it before rank 0 listens: then (only then) start again on a new port.
+if ! start_ranks && grep -qiE "address already in use|EADDRINUSE" "$WORK/rank0.log" "$WORK/rank1.log"; then
+  kill -KILL "$rank0" "$rank1" 2>/dev/null; wait "$rank0" "$rank1" 2>/dev/null
+  echo "port $p was taken by another process; starting again on a new port" >&2
+  start_ranks
+fi
+[ -s "$WORK/model/checkpoint_last.pt" ] || fail "no checkpoint within a minute: $(rank_logs)"
 sleep 1
 kill -KILL "$rank1"
 killed_at=$(date +%s)
 wait "$rank0"; code=$?
 waited=$(( $(date +%s) - killed_at ))
 wait "$rank1" 2>/dev/null
-[ "$code" != 0 ] || fail "rank 0 exited 0 after rank 1 was killed"
-[ "$waited" -le 30 ] || fail "rank 0 took $waited s to give up (--dist-timeout 20)"
+[ "$code" != 0 ] || fail "rank 0 exited 0 after rank 1 was killed: $(rank_logs)"
+[ "$waited" -le 30 ] || fail "rank 0 took $waited s to give up (--dist-timeout 20): $(rank_logs)"
 grep -q "error: rank 0: .* failed (another rank exited" "$WORK/rank0.log" ||
-  fail "rank 0 gave no clear error: $(tail -2 "$WORK/rank0.log")"
+  fail "rank 0 gave no clear error: $(rank_logs)"
 run bash -c "echo 'I see two cats.' | '$TFM' translate --model '$WORK/model/checkpoint_last.pt'"
 expect_code 0 "translate with the checkpoint left by the failed run"
 finish
