@@ -71,8 +71,7 @@ void apply_preset_recipe(TrainOptions& t, const std::string& preset, const CLI::
   if (unset("--save-interval-updates")) t.save_interval_updates = recipe.save_interval_updates;
   if (unset("--validate-every")) t.validate_every = recipe.validate_every;
   // A cool-down needs a budget to end on; a run that stops only on --patience keeps the plain schedule.
-  const bool budgeted = t.time_limit_minutes > 0 || t.max_updates > 0 || t.max_epochs > 0;
-  if (unset("--lr-cooldown")) t.lr.cooldown = budgeted ? recipe.lr.cooldown : 0.0;
+  if (unset("--lr-cooldown")) t.lr.cooldown = has_budget(t) ? recipe.lr.cooldown : 0.0;
 }
 
 /// A resumed run keeps the schedule, batch size and checkpoint interval it was started with for

@@ -34,9 +34,11 @@ void validate(const TrainOptions& o) {
           "gradients would underflow to zero); use bfloat16 or float32 (float16 is for translation)");
   validate(o.cleaning);
   validate(o.lr);
-  require(o.lr.cooldown == 0 || o.time_limit_minutes > 0 || o.max_updates > 0 || o.max_epochs > 0,
+  require(o.lr.cooldown == 0 || has_budget(o),
           "--lr-cooldown needs a budget to end on: --time-limit, --max-updates or --max-epochs");
 }
+
+bool has_budget(const TrainOptions& o) { return o.time_limit_minutes > 0 || o.max_updates > 0 || o.max_epochs > 0; }
 
 void to_json(nlohmann::json& json, const TrainOptions& o) {
   json = {{"train_src", o.train_src}, {"train_tgt", o.train_tgt}, {"valid_src", o.valid_src},

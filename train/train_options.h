@@ -47,6 +47,10 @@ struct TrainOptions {
 /// Throws std::invalid_argument naming the flag.
 void validate(const TrainOptions& options);
 
+/// Whether the run has an end set in advance (--time-limit, --max-updates or --max-epochs),
+/// which a learning-rate cool-down needs to end on.
+bool has_budget(const TrainOptions& options);
+
 void to_json(nlohmann::json& json, const TrainOptions& options);
 
 }  // namespace tfm
