@@ -35,9 +35,12 @@ echo "|---|---:|"
 echo "| checkpoint_last.pt | $(bleu "$run/checkpoint_last.pt" 4 1.5) |"
 echo "| checkpoint_best.pt | $(bleu "$run/checkpoint_best.pt" 4 1.5) |"
 mapfile -t newest < <(ls -t "$run"/checkpoint*.pt | grep -E '/checkpoint([0-9]+|_[0-9]+_[0-9]+)\.pt$')
-for k in 2 3 5 8 ${#newest[@]}; do
+done_k=' '
+for k in 2 3 5 8 ${#newest[@]}; do  # "all kept" is skipped where it equals a K already listed
   [ "$k" -le "${#newest[@]}" ] || continue
   [ "$k" -ge 2 ] || continue
+  [[ "$done_k" != *" $k "* ]] || continue
+  done_k+="$k "
   "$tfm" average --inputs "${newest[@]:0:k}" --output "$scratch/avg$k.pt" 2> /dev/null
   names=$(printf '%s\n' "${newest[@]:0:k}" | xargs -n1 basename | sed 's/checkpoint//; s/\.pt//' | paste -sd ' ')
   echo "| average of the newest $k ($names) | $(bleu "$scratch/avg$k.pt" 4 1.5) |"
