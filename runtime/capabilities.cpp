@@ -1,5 +1,6 @@
 #include "runtime/capabilities.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include <ATen/Context.h>
@@ -23,6 +24,12 @@ std::string cuda_version_string(long version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+std::string forced_note(const std::string& forced) {
+  if (forced.empty()) return "";
+  if (forced == "native" || forced == "emulated") return " [as TFM_CPU_BF16=" + forced + " says]";
+  return " [TFM_CPU_BF16=" + forced + " ignored: expected native or emulated]";
+}
+
 }  // namespace
 
 Capabilities probe_capabilities() {
@@ -37,6 +44,12 @@ Capabilities probe_capabilities() {
   caps.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto cpu = at::cpu::get_cpu_capabilities();
   caps.cpu_bf16 = cpu_flag(cpu, "avx512_bf16") || cpu_flag(cpu, "amx_bf16");
+  if (const char* forced = std::getenv("TFM_CPU_BF16"); forced != nullptr && *forced != '\0') {
+    caps.cpu_bf16_forced = forced;
+    if (caps.cpu_bf16_forced == "native" || caps.cpu_bf16_forced == "emulated") {
+      caps.cpu_bf16 = caps.cpu_bf16_forced == "native";
+    }
+  }
   caps.cuda_bf16 = caps.cuda_devices > 0 && cuda_hooks.supportsBFloat16ConvolutionWithCuDNNv8();
   return caps;
 }
@@ -52,7 +65,7 @@ std::string describe(const Capabilities& caps) {
                           : "not usable here: " + caps.cuda_status)
       << "\n"
       << "bf16: cpu " << (caps.cpu_bf16 ? "yes (native AVX512-BF16/AMX)" : "no (emulated, slower than fp32)")
-      << ", cuda " << (caps.cuda_bf16 ? "yes" : "no") << "\n";
+      << forced_note(caps.cpu_bf16_forced) << ", cuda " << (caps.cuda_bf16 ? "yes" : "no") << "\n";
   return out.str();
 }
 

@@ -12,9 +12,13 @@ struct Capabilities {
   long cuda_runtime_version = 0;  // e.g. 13020 for CUDA 13.2
   int cuda_devices = 0;         // usable CUDA devices now (0 without GPU or driver)
   bool cpu_bf16 = false;        // CPU has native bf16 matmul (AVX512-BF16 or AMX)
+  std::string cpu_bf16_forced;  // the TFM_CPU_BF16 value that set cpu_bf16, when one did
   bool cuda_bf16 = false;       // first CUDA device supports bf16 (compute capability >= 8.0)
 };
 
+/// The environment variable TFM_CPU_BF16=native|emulated replaces the CPU's answer on bf16, so
+/// that tests run `--dtype auto` both ways on any machine and benchmarks can measure a CPU without
+/// bf16 on one that has it; other values are ignored (and `tfm --version` says so).
 Capabilities probe_capabilities();
 
 /// Multi-line human-readable summary, one fact per line.

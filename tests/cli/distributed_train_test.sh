@@ -43,7 +43,8 @@ start_ranks() {
   env $(rank_args 0) "$TFM" "${args[@]}" > "$WORK/rank0.log" 2>&1 & rank0=$!
   # shellcheck disable=SC2046
   env $(rank_args 1) "$TFM" "${args[@]}" > "$WORK/rank1.log" 2>&1 & rank1=$!
-  for _ in $(seq 1 600); do
+  # Until the first checkpoint or a rank's exit; the bound is only a safety net, far past any machine's speed.
+  for _ in $(seq 1 6000); do
     [ -s "$WORK/model/checkpoint_last.pt" ] && return 0
     kill -0 "$rank0" 2>/dev/null && kill -0 "$rank1" 2>/dev/null || return 1
     sleep 0.1
@@ -57,15 +58,15 @@ if ! start_ranks && grep -qiE "address already in use|EADDRINUSE" "$WORK/rank0.l
   echo "port $p was taken by another process; starting again on a new port" >&2
   start_ranks
 fi
-[ -s "$WORK/model/checkpoint_last.pt" ] || fail "no checkpoint within a minute: $(rank_logs)"
-sleep 1
+[ -s "$WORK/model/checkpoint_last.pt" ] || fail "no checkpoint before a rank exited: $(rank_logs)"
 kill -KILL "$rank1"
 killed_at=$(date +%s)
 wait "$rank0"; code=$?
 waited=$(( $(date +%s) - killed_at ))
 wait "$rank1" 2>/dev/null
 [ "$code" != 0 ] || fail "rank 0 exited 0 after rank 1 was killed: $(rank_logs)"
-[ "$waited" -le 30 ] || fail "rank 0 took $waited s to give up (--dist-timeout 20): $(rank_logs)"
+# The bound is what the test proves (no hang past the timeout), with room for a loaded machine's exit.
+[ "$waited" -le 60 ] || fail "rank 0 took $waited s to give up (--dist-timeout 20): $(rank_logs)"
 grep -q "error: rank 0: .* failed (another rank exited" "$WORK/rank0.log" ||
   fail "rank 0 gave no clear error: $(rank_logs)"
 run bash -c "echo 'I see two cats.' | '$TFM' translate --model '$WORK/model/checkpoint_last.pt'"

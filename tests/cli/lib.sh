@@ -22,6 +22,19 @@ expect_one_line_error() {
 }
 expect_contains() { case "$1" in *"$2"*) ;; *) fail "$3: expected '$2' in: $1" ;; esac; }
 
+# wait_for_line FILE TEXT PID: waits until FILE holds a line with TEXT (status 0) or process PID has
+# exited without writing it (status 1). Waits for a condition, never for a time: the only bound is a
+# safety net far beyond any machine's speed (CTest's own timeout is the real one).
+wait_for_line() {
+  local file=$1 text=$2 pid=$3
+  for _ in $(seq 1 6000); do
+    grep -qF -- "$text" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { grep -qF -- "$text" "$file" 2>/dev/null; return; }
+    sleep 0.1
+  done
+  return 1
+}
+
 finish() {
   if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi
   echo "all checks passed"

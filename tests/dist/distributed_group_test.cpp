@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "dist/gradient_buckets.h"
 #include "tests/dist/dist_test_support.h"
@@ -12,7 +14,6 @@
 namespace tfm {
 namespace {
 
-using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // These run LibTorch's own Gloo (libtorch_cpu) through headers from Debian's libgloo-dev: the
@@ -86,11 +87,16 @@ TEST(DistributedGroup, ARankThatLeavesMakesTheOthersCollectiveFailNotHang) {
   const int port = testing::free_port();
   std::string error;
   const auto start = std::chrono::steady_clock::now();
+  std::atomic<bool> left{false};
   testing::run_ranks(2, [&](int rank) {
     auto group = std::make_unique<DistributedGroup>(testing::local_env(port, 2, rank), "gloo", seconds(20));
     group->barrier();
-    if (rank == 1) return;  // leaves: its sockets close as the group is destroyed
-    std::this_thread::sleep_for(milliseconds(500));
+    if (rank == 1) {  // leaves: its sockets close as the group is destroyed
+      group.reset();
+      left = true;
+      return;
+    }
+    while (!left) std::this_thread::yield();  // until rank 1 has gone, however long that takes
     std::vector<torch::Tensor> values{torch::ones({10})};
     try {
       group->all_reduce_sum(values);

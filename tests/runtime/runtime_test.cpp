@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <torch/cuda.h>
@@ -9,6 +10,7 @@
 #include "runtime/capabilities.h"
 #include "runtime/device.h"
 #include "runtime/onednn_cache.h"
+#include "runtime/precision.h"
 #include "runtime/threads.h"
 
 namespace tfm {
@@ -59,6 +61,46 @@ TEST(Capabilities, ReportsVersions) {
   EXPECT_FALSE(caps.torch_version.empty());
   EXPECT_EQ(caps.tfm_version, TFM_VERSION);
   EXPECT_NE(describe(caps).find("LibTorch " + caps.torch_version), std::string::npos);
+}
+
+/// Sets an environment variable for one scope and puts back what was there (the suite itself may
+/// run under TFM_CPU_BF16).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Capabilities, TfmCpuBf16ReplacesTheProbesAnswerAndVersionSaysSo) {
+  {
+    ScopedEnv env("TFM_CPU_BF16", "native");
+    const auto caps = probe_capabilities();
+    EXPECT_TRUE(caps.cpu_bf16);
+    EXPECT_TRUE(probe_precision_support().cpu_bf16_native);
+    EXPECT_NE(describe(caps).find("bf16: cpu yes (native AVX512-BF16/AMX) [as TFM_CPU_BF16=native says]"),
+              std::string::npos) << describe(caps);
+  }
+  {
+    ScopedEnv env("TFM_CPU_BF16", "emulated");
+    EXPECT_FALSE(probe_capabilities().cpu_bf16);
+    EXPECT_FALSE(probe_precision_support().cpu_bf16_native);
+  }
+  bool hardware = false;
+  {
+    ScopedEnv env("TFM_CPU_BF16", "");
+    hardware = probe_capabilities().cpu_bf16;
+  }
+  ScopedEnv env("TFM_CPU_BF16", "yes");
+  const auto caps = probe_capabilities();
+  EXPECT_EQ(caps.cpu_bf16, hardware);
+  EXPECT_NE(describe(caps).find("[TFM_CPU_BF16=yes ignored: expected native or emulated]"), std::string::npos);
 }
 
 }  // namespace
