@@ -10,8 +10,9 @@
 #include <stdexcept>
 
 #include "app/command.h"
-#include "text/line_reader.h"
+#include "runtime/durable_file.h"
 #include "runtime/threads.h"
+#include "text/line_reader.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_trainer.h"
 
@@ -29,25 +30,11 @@ struct CodecCommandOptions {
   bool pieces = false;
 };
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so a crash never leaves half a model.
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write (check the directory exists and is writable)");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw std::runtime_error(path + ": write failed");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error(path + ": cannot rename " + temporary + " into place");
-  }
-}
-
 void run_train(const TrainCommandOptions& options) {
   validate(options.trainer);
   const auto start = std::chrono::steady_clock::now();
   const std::string model = train_tokenizer(options.trainer);
-  write_file_atomically(options.output, model);
+  write_file_durably(options.output, model);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Tokenizer tokenizer = Tokenizer::from_serialized(model, options.output);
   spdlog::info("wrote {}: {} model, {} pieces, in {:.1f} s", options.output, options.trainer.model_type,

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/durable_file.h"
+
 namespace tfm {
 namespace {
 
@@ -97,11 +99,11 @@ Header decode_header(const HeaderBytes& bytes, const std::string& path) {
 
 /// An output file that keeps a running CRC-32 of what it writes.
 struct ChecksummedWriter {
-  std::ofstream out;
+  DurableFileWriter& out;
   uint32_t crc = 0;
   void write(const void* bytes, size_t size) {
     crc = crc_of(crc, bytes, size);
-    out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+    out.write(bytes, size);
   }
 };
 
@@ -174,12 +176,10 @@ void save_dataset(const ParallelDataset& data, int64_t vocab_size, const std::st
   header.target_tokens = data.target.total_tokens();
   header.vocab_size = vocab_size;
 
-  const std::string temporary = path + ".tmp";
-  ChecksummedWriter writer;
-  writer.out.open(temporary, std::ios::binary | std::ios::trunc);
-  if (!writer.out) throw std::runtime_error(path + ": cannot write (" + std::strerror(errno) + ")");
+  DurableFileWriter file(path);
+  ChecksummedWriter writer{file};
   const HeaderBytes placeholder{};
-  writer.out.write(reinterpret_cast<const char*>(placeholder.data()), kHeaderBytes);
+  file.write(placeholder.data(), kHeaderBytes);
   for (const TokenizedSide* side : {&data.source, &data.target}) {
     writer.write(side->offsets.data(), side->offsets.size() * sizeof(int64_t));
   }
@@ -188,13 +188,8 @@ void save_dataset(const ParallelDataset& data, int64_t vocab_size, const std::st
   }
   header.payload_crc = writer.crc;
   const HeaderBytes bytes = encode_header(header);
-  writer.out.seekp(0);
-  writer.out.write(reinterpret_cast<const char*>(bytes.data()), kHeaderBytes);
-  if (!writer.out.flush()) throw std::runtime_error(path + ": write failed (disk full?)");
-  writer.out.close();
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error(path + ": cannot rename " + temporary + " into place");
-  }
+  file.write_at(0, bytes.data(), kHeaderBytes);
+  file.commit();
 }
 
 LoadedDataset load_dataset(const std::string& path) {

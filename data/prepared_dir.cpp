@@ -6,24 +6,12 @@
 #include <stdexcept>
 
 #include "data/dataset_file.h"
+#include "runtime/durable_file.h"
 
 namespace tfm {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path.string() + ": cannot write (check the directory is writable)");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw std::runtime_error(path.string() + ": write failed (disk full?)");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error(path.string() + ": cannot rename " + temporary.string() + " into place");
-  }
-}
 
 ParallelDataset load_split(const fs::path& path, const Tokenizer& tokenizer, const fs::path& model_path) {
   LoadedDataset loaded = load_dataset(path.string());
@@ -43,7 +31,7 @@ void save_prepared(const std::string& dir, const Tokenizer& tokenizer, const Par
   fs::create_directories(dir, error);
   if (error) throw std::runtime_error(dir + ": cannot create directory (" + error.message() + ")");
   const fs::path root(dir);
-  write_bytes(root / kPreparedModelFile, tokenizer.serialized());
+  write_file_durably((root / kPreparedModelFile).string(), tokenizer.serialized());
   save_dataset(train, tokenizer.vocab_size(), (root / kPreparedTrainFile).string());
   if (valid != nullptr) {
     save_dataset(*valid, tokenizer.vocab_size(), (root / kPreparedValidFile).string());

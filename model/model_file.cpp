@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "model/zip_checksums.h"
+#include "runtime/durable_file.h"
 
 namespace tfm {
 namespace {
@@ -106,15 +107,6 @@ uint32_t tensor_crc32(const torch::Tensor& tensor) {
     left -= chunk;
   }
   return static_cast<uint32_t>(crc);
-}
-
-/// fsync of a file or directory by path (a rename is durable once its directory is flushed).
-bool flush_to_disk(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return false;
-  const bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
 }
 
 c10::IValue read_value(torch::serialize::InputArchive& archive, const std::string& key, const std::string& origin) {
@@ -281,47 +273,20 @@ torch::serialize::InputArchive open_archive(const std::string& path, const torch
 }
 
 void save_archive(torch::serialize::OutputArchive& archive, const std::string& path) {
-  // Written beside, flushed to disk, then renamed over the old file: a crash or a full disk at
-  // any moment leaves either the old file or the new one, never a torn one.
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(path + ": cannot write (" + temporary + ": " + std::strerror(errno) + ")");
-  int error = 0;
-  // Our own writes, because LibTorch's file writer throws from its destructor when a write comes
-  // up short (a full disk), which terminates the process. The first failure is remembered and
-  // every later chunk dropped; LibTorch is always told the write succeeded.
-  auto write_chunk = [&](const void* data, size_t size) -> size_t {
-    const char* bytes = static_cast<const char*>(data);
-    for (size_t done = 0; error == 0 && done < size;) {
-      const ssize_t n = ::write(fd, bytes + done, size - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error = n < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    return size;
-  };
+  // Durably (a crash or a full disk leaves the old file or the new one), and through our own
+  // writes: LibTorch's file writer throws from its destructor when a write comes up short, which
+  // ends the process. DurableFileWriter remembers a failure and reports it at commit.
+  DurableFileWriter file(path);
   try {
-    archive.save_to(write_chunk);
+    archive.save_to([&](const void* data, size_t size) -> size_t {
+      file.write(data, size);
+      return size;
+    });
   } catch (const c10::Error& e) {
-    ::close(fd);
-    std::remove(temporary.c_str());
     const std::string message = e.what_without_backtrace();
     throw std::runtime_error(path + ": cannot write (" + message.substr(0, message.find('\n')) + ")");
   }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error(path + ": cannot write (" + std::strerror(error) + "); the previous file is kept");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error(path + ": cannot rename " + temporary + " into place");
-  }
-  const auto directory = std::filesystem::path(path).parent_path();
-  flush_to_disk(directory.empty() ? "." : directory.string());
+  file.commit();
 }
 
 void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto) {
