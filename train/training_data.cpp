@@ -7,8 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include <zlib.h>
+
 #include "data/prepare_corpus.h"
 #include "data/prepared_dir.h"
+#include "runtime/durable_file.h"
 #include "runtime/threads.h"
 
 namespace fs = std::filesystem;
@@ -17,7 +20,9 @@ namespace tfm {
 namespace {
 
 /// What the cache was made from: inputs (with sizes and times) and the options that shape it.
-nlohmann::json fingerprint(const TrainOptions& o, const std::string& tokenizer_origin) {
+/// The tokenizer is keyed apart (tokenizer_key), by content: a resumed run hands in the
+/// checkpoint's copy of the very tokenizer the first run trained, and must find its cache.
+nlohmann::json fingerprint(const TrainOptions& o) {
   auto file = [](const std::string& path) -> nlohmann::json {
     if (path.empty()) return nullptr;
     if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
@@ -26,8 +31,43 @@ nlohmann::json fingerprint(const TrainOptions& o, const std::string& tokenizer_o
             {"modified", fs::last_write_time(path).time_since_epoch().count()}};
   };
   return {{"train_src", file(o.train_src)}, {"train_tgt", file(o.train_tgt)}, {"valid_src", file(o.valid_src)},
-          {"valid_tgt", file(o.valid_tgt)},  {"tokenizer", tokenizer_origin},   {"vocab_size", o.vocab_size},
-          {"max_len", o.cleaning.max_len},   {"max_len_ratio", o.cleaning.max_len_ratio}};
+          {"valid_tgt", file(o.valid_tgt)},  {"vocab_size", o.vocab_size},     {"max_len", o.cleaning.max_len},
+          {"max_len_ratio", o.cleaning.max_len_ratio}};
+}
+
+/// A tokenizer's identity: CRC-32 and size of its serialized model.
+std::string tokenizer_key(const Tokenizer& tokenizer) {
+  const std::string& bytes = tokenizer.serialized();
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t done = 0; done < bytes.size();) {
+    const auto chunk = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1U << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + done), chunk);
+    done += chunk;
+  }
+  return fmt::format("{:08x}-{}", crc, bytes.size());
+}
+
+/// The tokenizer the data must be encoded with, when one is given: a checkpoint's, else --spm's.
+std::optional<Tokenizer> given_tokenizer(const TrainOptions& o, const std::optional<std::string>& tokenizer_proto) {
+  if (tokenizer_proto) return Tokenizer::from_serialized(*tokenizer_proto, "checkpoint tokenizer");
+  if (!o.spm.empty()) return Tokenizer::from_file(o.spm);
+  return std::nullopt;
+}
+
+/// Whether the cache in `dir` was made from these inputs with this tokenizer (or, with none given,
+/// with a tokenizer trained on these inputs).
+bool cache_matches(const fs::path& dir, const nlohmann::json& inputs, const std::optional<Tokenizer>& given) {
+  std::ifstream stored_file(dir / "inputs.json");
+  if (!stored_file || !is_prepared_dir(dir.string())) return false;
+  nlohmann::json stored;
+  try {
+    stored = nlohmann::json::parse(stored_file);
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  if (!stored.is_object() || stored.value("inputs", nlohmann::json()) != inputs) return false;
+  if (!given) return stored.value("tokenizer_source", "") == "trained";
+  return stored.value("tokenizer", "") == tokenizer_key(*given);
 }
 
 /// --train-src/--train-tgt (or a TSV --train-src alone) as the shared preparation path sees them.
@@ -58,28 +98,21 @@ TrainingData load_training_data(const TrainOptions& o, const std::optional<std::
     return data;
   }
   const fs::path cache = fs::path(o.save_dir) / "prepared";
-  const std::string origin = tokenizer_proto ? "checkpoint" : (o.spm.empty() ? "trained" : fs::absolute(o.spm).string());
-  const auto inputs = fingerprint(o, origin);
-  std::ifstream stored_file(cache / "inputs.json");
-  if (stored_file && is_prepared_dir(cache.string())) {
-    nlohmann::json stored;
-    try {
-      stored = nlohmann::json::parse(stored_file);
-    } catch (const nlohmann::json::exception&) {
-    }
-    if (stored == inputs) {
-      spdlog::info("using the prepared data cached in {}", cache.string());
-      auto prepared = load_prepared(cache.string());
-      return {std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
-    }
+  const auto inputs = fingerprint(o);
+  std::optional<Tokenizer> given = given_tokenizer(o, tokenizer_proto);
+  if (cache_matches(cache, inputs, given)) {
+    spdlog::info("using the prepared data cached in {}", cache.string());
+    auto prepared = load_prepared(cache.string());
+    return {std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
   }
-  std::optional<Tokenizer> given;
-  if (tokenizer_proto) given = Tokenizer::from_serialized(*tokenizer_proto, "checkpoint tokenizer");
-  PreparedCorpus corpus = prepare_corpus(corpus_options(o), cache, given);
+  const std::string source = given ? "given" : "trained";
+  PreparedCorpus corpus = prepare_corpus(corpus_options(o), cache, std::move(given));
   TrainingData data{std::move(corpus.tokenizer), std::move(corpus.train.data), std::nullopt};
   if (corpus.valid) data.valid = std::move(corpus.valid->data);
   save_prepared(cache.string(), data.tokenizer, data.train, data.valid ? &*data.valid : nullptr);
-  std::ofstream(cache / "inputs.json") << inputs.dump(2) << '\n';
+  const nlohmann::json record = {
+      {"inputs", inputs}, {"tokenizer", tokenizer_key(data.tokenizer)}, {"tokenizer_source", source}};
+  write_file_durably((cache / "inputs.json").string(), record.dump(2) + "\n");
   return data;
 }
 

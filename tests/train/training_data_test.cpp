@@ -1,6 +1,7 @@
 #include "train/training_data.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
@@ -90,6 +91,43 @@ TEST(TrainingData, CachesThePreparationUntilAnInputChanges) {
   testing::write_lines(corpus.dir / "train.de", corpus.target);
   const TrainingData changed = load_training_data(options, std::nullopt);
   EXPECT_EQ(changed.train.size(), first.train.size() - 1);
+}
+
+/// The file's inode: a rebuilt cache file is a new file (written beside and renamed over).
+ino_t inode_of(const std::filesystem::path& path) {
+  struct stat status {};
+  return ::stat(path.c_str(), &status) == 0 ? status.st_ino : 0;
+}
+
+TEST(TrainingData, AResumedRunReusesTheCacheWithTheCheckpointsCopyOfTheTokenizer) {
+  RawCorpus corpus;
+  const TrainOptions options = corpus.options("train.en", "train.de", "run");
+  const TrainingData first = load_training_data(options, std::nullopt);  // trains the tokenizer
+  const auto cache = std::filesystem::path(options.save_dir) / "prepared";
+  const ino_t written = inode_of(cache / kPreparedTrainFile);
+  ASSERT_NE(written, 0U);
+  // A resume hands in the tokenizer its checkpoint holds: the same one, so the same cache.
+  const TrainingData resumed = load_training_data(options, first.tokenizer.serialized());
+  EXPECT_EQ(inode_of(cache / kPreparedTrainFile), written) << "the first resume prepared the corpus again";
+  EXPECT_EQ(resumed.train.source.ids(5), first.train.source.ids(5));
+  // So does --spm naming a copy of that tokenizer.
+  testing::write_text(corpus.dir / "copy.model", first.tokenizer.serialized());
+  TrainOptions with_spm = options;
+  with_spm.spm = (corpus.dir / "copy.model").string();
+  load_training_data(with_spm, std::nullopt);
+  EXPECT_EQ(inode_of(cache / kPreparedTrainFile), written) << "--spm with the same tokenizer prepared again";
+
+  // Another tokenizer (another run's, with another vocabulary) does not match: prepared anew with it.
+  TrainOptions other = corpus.options("train.en", "train.de", "other");
+  other.vocab_size = 50;
+  const TrainingData other_data = load_training_data(other, std::nullopt);
+  const TrainingData retokenized = load_training_data(options, other_data.tokenizer.serialized());
+  EXPECT_NE(inode_of(cache / kPreparedTrainFile), written);
+  EXPECT_EQ(retokenized.tokenizer.vocab_size(), 50);
+  EXPECT_EQ(retokenized.train.source.ids(5), other_data.train.source.ids(5));
+  // And a run without a given tokenizer after that trains its own again rather than take that one.
+  const TrainingData trained = load_training_data(options, std::nullopt);
+  EXPECT_EQ(trained.tokenizer.vocab_size(), 60);
 }
 
 TEST(TrainingData, APreparedDirectoryWithRawValidation) {
