@@ -6,11 +6,11 @@
 #include <iostream>
 #include <stdexcept>
 
-#include <c10/util/Exception.h>
-
 #include "app/command.h"
+#include "app/error_report.h"
 #include "app/exit_codes.h"
 #include "runtime/capabilities.h"
+#include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/onednn_cache.h"
 #include "runtime/threads.h"
@@ -35,12 +35,6 @@ void set_up_logging(const std::string& level) {
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] %^%l%$ %v");
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
-}
-
-/// The first line of an exception message (LibTorch appends multi-line backtraces).
-std::string first_line(const char* message) {
-  const std::string text(message);
-  return text.substr(0, text.find('\n'));
 }
 
 int fail(const CLI::App& app, int code, const std::string& message) {
@@ -90,7 +84,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version: print to stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    return fail(app, tfm::kExitUsageError, first_line(e.what()) + " (see --help)");
+    return fail(app, tfm::kExitUsageError, tfm::message_of(e) + " (see --help)");
   }
 
   set_up_logging(global.log_level);
@@ -100,15 +94,8 @@ int main(int argc, char** argv) {
     tfm::set_fused_kernels(!global.plain_kernels);
     action();
     return tfm::kExitOk;
-  } catch (const tfm::Interrupted& e) {
-    return fail(app, tfm::kExitInterrupted, first_line(e.what()));
-  } catch (const std::invalid_argument& e) {
-    return fail(app, tfm::kExitUsageError, first_line(e.what()));
-  } catch (const c10::Error& e) {
-    return fail(app, tfm::kExitInternalError, first_line(e.what_without_backtrace()));
-  } catch (const std::runtime_error& e) {
-    return fail(app, tfm::kExitInputError, first_line(e.what()));
-  } catch (const std::exception& e) {
-    return fail(app, tfm::kExitInternalError, first_line(e.what()));
+  } catch (...) {
+    const tfm::ErrorReport report = tfm::report_error(std::current_exception());
+    return fail(app, report.exit_code, report.message);
   }
 }

@@ -115,8 +115,12 @@ void run_translate(const TranslateOptions& options) {
     for (size_t i = 0; i < lines.size(); ++i) {
       const size_t line_number = input.first_line_number() + i;
       if (translations[i].truncated) {
-        spdlog::warn("{}:{}: longer than --max-source-len {} subwords; translated its beginning only",
-                     input.name(), line_number, options.decoding.translator.max_source_len);
+        const int64_t limit = translator.source_limit();
+        spdlog::warn("{}:{}: longer than {} subwords ({}); translated its first {} only", input.name(), line_number,
+                     limit, limit < options.decoding.translator.max_source_len
+                                ? "the most the model's learned positions can read"
+                                : "--max-source-len",
+                     limit);
       }
       std::optional<Alignment> alignment;
       if ((pages || !options.alignment.empty())) {

@@ -135,6 +135,13 @@ Batch collate(const ParallelDataset& data, const std::vector<int64_t>& indices) 
   return batch;
 }
 
+std::string describe(const Batch& batch) {
+  const int64_t sentences = batch.source.size(0), source = batch.source.size(1), target = batch.target_in.size(1);
+  return "a batch of " + std::to_string(sentences) + " sentences, " + std::to_string(source) + " source x " +
+         std::to_string(target) + " target positions (" + std::to_string(sentences * source) + " and " +
+         std::to_string(sentences * target) + " padded tokens)";
+}
+
 double padding_efficiency(const ParallelDataset& data, const std::vector<std::vector<int64_t>>& batches) {
   int64_t real = 0, padded = 0;
   for (const auto& batch : batches) {

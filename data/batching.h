@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "data/parallel_dataset.h"
@@ -41,6 +42,10 @@ struct Batch {
 /// The tensors of pairs `indices` (in that order). Throws std::invalid_argument when `indices` is
 /// empty or names a pair outside the dataset.
 Batch collate(const ParallelDataset& data, const std::vector<int64_t>& indices);
+
+/// "a batch of B sentences, S source x T target positions (B*S and B*T padded tokens)": what an
+/// error that depends on the batch's size says of it.
+std::string describe(const Batch& batch);
 
 /// non-pad tokens / padded tokens over all batches, both sides (eos/bos counted as non-pad).
 double padding_efficiency(const ParallelDataset& data, const std::vector<std::vector<int64_t>>& batches);

@@ -119,10 +119,12 @@ void validate(const BeamOptions& options) {
     throw std::invalid_argument("--max-len-a/--max-len-b must be >= 0 and allow at least one token");
   }
   if (options.no_repeat_ngram < 0) throw std::invalid_argument("--no-repeat-ngram must be >= 0");
+  if (options.max_len_limit < 0) throw std::invalid_argument("max_len_limit must be >= 0");
 }
 
 int64_t max_output_length(int64_t source_length, const BeamOptions& options) {
-  const auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  if (options.max_len_limit > 0) length = std::min(length, options.max_len_limit);
   return std::max<int64_t>(length, 1);
 }
 

@@ -18,6 +18,7 @@ struct BeamOptions {
   double length_penalty = 1.5;   // alpha in GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha
   double max_len_a = 0.0;        // maximum output length = a * source length + b (eos included)
   int64_t max_len_b = 50;
+  int64_t max_len_limit = 0;     // and never more than this (0: no limit): the longest output the model can position
   int64_t nbest = 1;             // hypotheses returned per sentence (<= beam)
   double unk_penalty = 0.0;      // subtracted from unk's log-probability at every step
   int64_t no_repeat_ngram = 0;   // forbid repeating any n-gram of this size (0 = off)

@@ -9,6 +9,7 @@
 #include "decode/greedy_search.h"
 #include "decode/scorer.h"
 #include "model/linear.h"
+#include "runtime/errors.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -116,6 +117,17 @@ Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, con
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
     model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8);
   }
+  // Learned positions end at max_positions: a source of S subwords takes S + 1 (its eos), an
+  // output of L tokens (eos included) L decoder positions. Past that the model cannot read on.
+  source_limit_ = options_.max_source_len;
+  for (const auto& model : models_) {
+    const ModelConfig& config = model->config();
+    if (config.positions != PositionEncoding::kLearned) continue;
+    source_limit_ = std::min(source_limit_, config.max_positions - 1);
+    const int64_t limit = options_.search.max_len_limit;
+    options_.search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
+  }
+  if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
 }
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
@@ -126,8 +138,8 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i) {
     sources[i] = tokenizer_.encode(lines[i]);
-    if (static_cast<int64_t>(sources[i].size()) > options_.max_source_len) {
-      sources[i].resize(options_.max_source_len);
+    if (static_cast<int64_t>(sources[i].size()) > source_limit_) {
+      sources[i].resize(static_cast<size_t>(source_limit_));
       out[i].truncated = true;
     }
     if (!sources[i].empty()) order.push_back(i);  // empty inputs translate to empty outputs
@@ -162,7 +174,13 @@ void Translator::translate_batch(const std::vector<std::vector<int64_t>>& source
     lengths.push_back(static_cast<int64_t>(ids.size()));
   }
   auto scorer = make_scorer(models_);
-  const auto results = search(*scorer, source.to(device_), lengths, options_.search);
+  const auto describe_batch = [&] {
+    return "a batch of " + std::to_string(batch) + " sentences of up to " + std::to_string(longest) +
+           " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " +
+           std::to_string(options_.search.beam) + ")";
+  };
+  const auto results = naming_batch_on_out_of_memory(
+      describe_batch, [&] { return search(*scorer, source.to(device_), lengths, options_.search); });
   for (int64_t b = 0; b < batch; ++b) {
     auto& translation = out[rows[b]];
     for (const auto& hypothesis : results[b]) {

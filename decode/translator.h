@@ -34,7 +34,7 @@ struct Candidate {
 
 struct Translation {
   std::vector<Candidate> nbest;  // best first; empty for an empty input line
-  bool truncated = false;        // the input was longer than max_source_len
+  bool truncated = false;        // the input was longer than Translator::source_limit()
   std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
   const std::string& text() const;
 };
@@ -58,6 +58,9 @@ class Translator {
   SentenceAttention attention(const Translation& translation, size_t candidate = 0);
 
   int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
+  /// The longest input read, in subwords: --max-source-len, or less where a model with learned
+  /// positions cannot place more. Longer inputs are truncated to it and flagged.
+  int64_t source_limit() const { return source_limit_; }
 
  private:
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
@@ -67,6 +70,7 @@ class Translator {
   Tokenizer tokenizer_;
   TranslatorOptions options_;
   torch::Device device_;
+  int64_t source_limit_ = 0;
   int64_t target_tokens_ = 0;
 };
 

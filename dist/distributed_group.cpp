@@ -6,18 +6,9 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "dist/backend_factory.h"
+#include "runtime/errors.h"
 
 namespace tfm {
-namespace {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-std::string message_of(const std::exception& error) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&error)) return first_line(c10->what_without_backtrace());
-  return first_line(error.what());
-}
-
-}  // namespace
 
 struct DistributedGroup::Backend {
   c10::intrusive_ptr<c10d::Store> store;

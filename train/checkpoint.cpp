@@ -105,6 +105,20 @@ nlohmann::json read_train_options(const std::string& path) {
   }
 }
 
+TrainingProgress read_recorded_progress(const std::string& path) {
+  auto archive = open_archive(path, torch::kCPU);
+  torch::serialize::InputArchive trainer;
+  if (!archive.try_read("trainer", trainer)) {
+    throw std::runtime_error(path + ": a model file without training state (no recorded progress)");
+  }
+  try {
+    return read_progress(trainer);
+  } catch (const c10::Error& error) {
+    const std::string message = error.what_without_backtrace();
+    throw std::runtime_error(path + ": damaged training state (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
+
 TrainingProgress restore_training_state(const std::string& path, torch::optim::Adam& optimizer,
                                         const torch::Device& device) {
   auto archive = open_archive(path, device);

@@ -32,6 +32,10 @@ void save_checkpoint(const std::string& path, Transformer& model, const std::str
 /// training state). Throws std::runtime_error when the file cannot be read.
 nlohmann::json read_train_options(const std::string& path);
 
+/// The progress checkpoint `path` recorded when it was saved. std::runtime_error naming the file
+/// when it has no training state or cannot be read.
+TrainingProgress read_recorded_progress(const std::string& path);
+
 /// Restores the optimizer, progress and random state from a checkpoint whose model part was
 /// loaded with load_model_file. Throws std::runtime_error naming the file if it has none (a
 /// model-only file, e.g. from `tfm average`).

@@ -18,6 +18,8 @@
 #include "model/loss.h"
 #include "model/model_file.h"
 #include "runtime/allocator.h"
+#include "runtime/durable_file.h"
+#include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/precision.h"
 #include "train/checkpoint_average.h"
@@ -41,13 +43,6 @@ void set_learning_rate(torch::optim::Adam& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }
 
-/// Copies through a temporary file and a rename, so the destination is always a whole checkpoint.
-void copy_atomically(const fs::path& from, const fs::path& to) {
-  const fs::path temporary = to.string() + ".tmp";
-  fs::copy_file(from, temporary, fs::copy_options::overwrite_existing);
-  fs::rename(temporary, to);
-}
-
 void append_metrics(const std::string& save_dir, const nlohmann::json& record) {
   const fs::path path = fs::path(save_dir) / "metrics.jsonl";
   std::ofstream out(path, std::ios::app);
@@ -69,6 +64,21 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const 
   return {sources, references};
 }
 
+/// Learned positions end at max_positions, and a batch holding a longer sentence (with its eos or
+/// bos) would stop the run at whatever update first draws it: checked once, before training.
+void check_fits_positions(const ModelConfig& config, const ParallelDataset& data, const std::string& split) {
+  if (config.positions != PositionEncoding::kLearned) return;
+  for (int64_t i = 0; i < data.size(); ++i) {
+    const int64_t longest = std::max(data.source.length(i), data.target.length(i));
+    if (longest + 1 > config.max_positions) {
+      throw std::invalid_argument(fmt::format(
+          "{} pair {} has {} subwords, more than the model's {} learned positions hold with eos (filter the data "
+          "with --max-len {} or raise --max-positions)", split, i + 1, longest, config.max_positions,
+          config.max_positions - 1));
+    }
+  }
+}
+
 }  // namespace
 
 const char* describe(StopReason reason) {
@@ -84,7 +94,12 @@ const char* describe(StopReason reason) {
 
 Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data,
                  const torch::Device& device, DistributedGroup* group)
-    : options_(options), config_(config), data_(std::move(data)), device_(device), group_(group) {
+    : options_(options),
+      config_(config),
+      data_(std::move(data)),
+      device_(device),
+      group_(group),
+      checkpoints_(options_.save_dir, options_.keep_last) {
   validate(options_);
   // "auto" resolved here too, for callers other than `tfm train` (which resolves and logs it first);
   // a named precision needs no probe of the hardware.
@@ -92,7 +107,7 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
     options_.dtype = to_string(choose_precision("auto", device_, probe_precision_support()).precision);
   }
   fs::create_directories(options_.save_dir);
-  const auto last = (fs::path(options_.save_dir) / "checkpoint_last.pt").string();
+  const auto last = checkpoints_.last().string();
   const bool resume = !options_.no_resume && fs::exists(last);
   if (resume) {
     auto loaded = load_model_file(last, device_);
@@ -117,6 +132,8 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
     spdlog::info("resuming from {}: update {}, epoch {}, batch {} of the epoch", last, progress_.update,
                  progress_.epoch, progress_.batch_in_epoch);
   }
+  check_fits_positions(config_, data_.train, "training");
+  if (data_.valid) check_fits_positions(config_, *data_.valid, "validation");
   int64_t parameters = 0;
   for (const auto& p : model_->parameters()) parameters += p.numel();
   spdlog::info("model: {} parameters, d_model {}, {} heads, {}+{} layers; {} training pairs on {}", parameters,
@@ -169,8 +186,8 @@ void Trainer::verify_replicas() {
   std::vector<torch::Tensor> differing{(mine != main[0]).any().to(torch::kLong).reshape({1})};
   group_->all_reduce_sum(differing);
   if (const auto count = differing[0].item<int64_t>(); count > 0) {
-    throw std::runtime_error(fmt::format("update {}: the parameters of {} rank(s) differ from rank 0's (a bug: "
-                                         "please report it with the command lines)", progress_.update, count));
+    throw InternalError(fmt::format("update {}: the parameters of {} rank(s) differ from rank 0's", progress_.update,
+                                    count));
   }
   spdlog::info("ranks agree: parameters bit-identical on all {} ranks at update {}", group_->size(),
                progress_.update);
@@ -183,13 +200,17 @@ void Trainer::train_update(BatchPrefetcher& batches, size_t count) {
   torch::Tensor loss, nll;  // this update's sums
   for (size_t i = 0; i < count; ++i) {
     const Batch batch = batches.next();
-    LossSums sums;
-    {
-      AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
-      const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
-      sums = label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
-    }
-    sums.loss.backward();
+    const LossSums sums = naming_batch_on_out_of_memory([&] { return describe(batch); }, [&] {
+      LossSums batch_sums;
+      {
+        AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
+        const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
+        batch_sums =
+            label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+      }
+      batch_sums.loss.backward();
+      return batch_sums;
+    });
     // Sums stay on the device until a log line needs them: no wait for the device per batch.
     add_to(loss, sums.loss.detach());
     add_to(nll, sums.nll);
@@ -275,9 +296,10 @@ ValidationResult Trainer::validate_model() {
     int64_t tokens = 0;
     for (const auto& rows : make_batches(valid, options_.batching, 0)) {
       const Batch batch = collate(valid, rows);
-      const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
-      const auto sums =
-          label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+      const auto sums = naming_batch_on_out_of_memory([&] { return "validation's " + describe(batch); }, [&] {
+        const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
+        return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+      });
       loss += sums.loss.item<double>();
       nll += sums.nll.item<double>();
       tokens += batch.target_tokens;
@@ -301,43 +323,17 @@ ValidationResult Trainer::validate_model() {
 
 void Trainer::save(bool epoch_end, bool is_best) {
   progress_.elapsed_seconds = elapsed_seconds();
-  const fs::path dir(options_.save_dir);
-  const fs::path last = dir / "checkpoint_last.pt";
   const nlohmann::json train_options = options_;
-  fs::path written = last;
-  if (options_.keep_last > 0) {
-    // fairseq's names: checkpointN.pt at the end of epoch N, checkpoint_E_U.pt in between.
-    written = dir / (epoch_end ? "checkpoint" + std::to_string(progress_.epoch - 1) + ".pt"
-                               : "checkpoint_" + std::to_string(progress_.epoch) + "_" +
-                                     std::to_string(progress_.update) + ".pt");
-  }
+  const fs::path written = checkpoints_.path_for(progress_, epoch_end);
   last_saved_update_ = progress_.update;
   last_save_epoch_end_ = epoch_end;
   save_checkpoint(written.string(), model_, data_.tokenizer.serialized(), *optimizer_, progress_, train_options);
-  if (written != last) copy_atomically(written, last);
-  if (is_best) copy_atomically(written, dir / "checkpoint_best.pt");
-  remove_old_checkpoints();
+  checkpoints_.saved(written, progress_, is_best);
 }
 
-std::vector<fs::path> Trainer::numbered_checkpoints() const {
-  static const std::regex numbered(R"(checkpoint(\d+|_\d+_\d+)\.pt)");
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(options_.save_dir)) {
-    if (std::regex_match(entry.path().filename().string(), numbered)) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end(),
-            [](const fs::path& a, const fs::path& b) { return fs::last_write_time(a) > fs::last_write_time(b); });
-  return files;
-}
-
-void Trainer::remove_old_checkpoints() {
-  const auto files = numbered_checkpoints();
-  for (size_t i = static_cast<size_t>(options_.keep_last); i < files.size(); ++i) fs::remove(files[i]);
-}
-
-void Trainer::write_average() const {
+void Trainer::write_average() {
   if (options_.average_last < 2) return;
-  auto files = numbered_checkpoints();
+  auto files = checkpoints_.numbered();
   if (files.size() > static_cast<size_t>(options_.average_last)) files.resize(options_.average_last);
   if (files.size() < 2) {
     spdlog::info("no checkpoint_avg.pt: {} numbered checkpoint{} kept, averaging needs two", files.size(),
@@ -352,10 +348,8 @@ void Trainer::write_average() const {
     names += it->filename().string();
   }
   auto averaged = average_checkpoints(paths);
-  const fs::path target = fs::path(options_.save_dir) / "checkpoint_avg.pt";
-  const std::string temporary = target.string() + ".tmp";  // a crash leaves the previous average whole
-  save_model_file(temporary, averaged.model, averaged.tokenizer_proto);
-  fs::rename(temporary, target);
+  const fs::path target = checkpoints_.average();
+  save_model_file(target.string(), averaged.model, averaged.tokenizer_proto);  // durably: a crash keeps the old
   spdlog::info("{}: the average of the last {} checkpoints ({}): the model to translate with", target.string(),
                paths.size(), names);
 }

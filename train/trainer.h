@@ -17,6 +17,7 @@
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_manager.h"
 #include "train/train_options.h"
 
 namespace tfm {
@@ -80,11 +81,8 @@ class Trainer {
   /// With --validate-every: whether this update is one to validate at.
   bool validation_due() const { return options_.validate_every > 0 && progress_.update % options_.validate_every == 0; }
   void save(bool epoch_end, bool is_best);
-  void remove_old_checkpoints();
-  /// The numbered checkpoints in the save directory, newest first.
-  std::vector<std::filesystem::path> numbered_checkpoints() const;
   /// §6.1: checkpoint_avg.pt, the mean of the last --average-last kept checkpoints.
-  void write_average() const;
+  void write_average();
   /// Why to stop now, if at all; with several ranks, the one answer they all act on.
   std::optional<StopReason> should_stop(const std::atomic<bool>& interrupted);
   std::optional<StopReason> local_stop_reason(const std::atomic<bool>& interrupted) const;
@@ -98,6 +96,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   TrainingProgress progress_;
   DistributedGroup* group_ = nullptr;         // null: one process
+  CheckpointFiles checkpoints_;
   std::unique_ptr<GradientBuckets> buckets_;  // with a group
   double session_start_ = 0;  // steady-clock seconds when run() began
   double elapsed_at_start_ = 0;

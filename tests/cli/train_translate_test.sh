@@ -31,7 +31,27 @@ code=$?
 expect_code 0 "translate odd input"
 [ "$(wc -l < "$WORK/odd.out")" = 6 ] || fail "6 input lines gave $(wc -l < "$WORK/odd.out") output lines"
 [ -z "$(sed -n 2p "$WORK/odd.out")" ] || fail "an empty line must give an empty line"
-grep -q "<stdin>:4: longer than --max-source-len" "$WORK/odd.err" || fail "no truncation warning naming line 4"
+grep -q "<stdin>:4: longer than 20 subwords (--max-source-len)" "$WORK/odd.err" || fail "no truncation warning naming line 4"
+
+# Learned positions end at --max-positions: a training pair longer than that is refused before
+# training starts; a longer input line (default --max-source-len 1024) and a huge --max-len-a are
+# cut to what the model can place, flagged, and every line is still answered.
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/learned" \
+  --preset tiny --d-model 32 --d-ff 64 --vocab-size 120 --positions learned --max-positions 12 --max-updates 2
+expect_code 2 "train on pairs longer than the learned positions"
+[ "$(grep -c "error:" <<< "$err")" = 1 ] || fail "pairs longer than the learned positions: expected one error line: $err"
+expect_contains "$err" "learned positions hold with eos (filter the data with --max-len 11 or raise --max-positions)" \
+  "pairs longer than the learned positions"
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" --save-dir "$WORK/learned" \
+  --preset tiny --d-model 32 --d-ff 64 --vocab-size 120 --positions learned --max-positions 64 --max-updates 2
+expect_code 0 "train with learned positions"
+"$TFM" translate --model "$WORK/learned/checkpoint_last.pt" --max-len-a 50 < "$WORK/odd.txt" > "$WORK/learned.out" \
+  2> "$WORK/learned.err"
+code=$?
+expect_code 0 "translate past the learned positions"
+[ "$(wc -l < "$WORK/learned.out")" = 6 ] || fail "learned positions: 6 input lines gave $(wc -l < "$WORK/learned.out") output lines"
+grep -q "<stdin>:4: longer than 63 subwords (the most the model's learned positions can read)" "$WORK/learned.err" ||
+  fail "no truncation warning naming line 4 and the model's limit: $(cat "$WORK/learned.err")"
 
 # JSON lines and n-best.
 "$TFM" translate --model "$model" --format json --nbest 2 --beam 3 < "$WORK/data/test.en" > "$WORK/test.json" 2>/dev/null
@@ -47,7 +67,8 @@ mkfifo "$WORK/fifo"
 translator=$!
 exec 3> "$WORK/fifo"
 echo "I see two cats." >&3
-for _ in $(seq 1 100); do [ -s "$WORK/stream.out" ] && break; sleep 0.1; done
+# A line in the output while the pipe is still open: the translation did not wait for end of input.
+wait_for_line "$WORK/stream.out" "" "$translator" || fail "streaming: translate exited before answering"
 [ "$(wc -l < "$WORK/stream.out")" = 1 ] || fail "streaming: no output while the input pipe stays open"
 exec 3>&-
 wait "$translator" || fail "streaming translate failed"
@@ -93,7 +114,7 @@ rm -rf "$WORK/model"
 # exec, so that $! is tfm itself and not a subshell (which would ignore SIGINT in the background).
 (exec_or_run() { exec "$@"; }; train --max-updates 100000 > /dev/null 2> "$WORK/sigint.err") &
 trainer=$!
-for _ in $(seq 1 300); do grep -q "train |" "$WORK/sigint.err" 2>/dev/null && break; sleep 0.1; done
+wait_for_line "$WORK/sigint.err" "train |" "$trainer" || fail "SIGINT: the run never trained: $(tail -2 "$WORK/sigint.err")"
 kill -INT "$trainer"
 wait "$trainer"
 code=$?

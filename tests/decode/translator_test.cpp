@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <fstream>
+
+#include "runtime/errors.h"
 #include "tests/decode/decode_test_support.h"
 #include "tests/test_support.h"
 
@@ -75,6 +80,76 @@ TEST(Translator, OneOutputPerLineEvenForOddInput) {
   EXPECT_FALSE(out[0].truncated);
   for (const auto& translation : out) EXPECT_EQ(translation.text().find('\n'), std::string::npos);
   EXPECT_FALSE(out[4].nbest.empty());  // invalid UTF-8 still translates (as unknown pieces)
+}
+
+TEST(Translator, LearnedPositionsBoundTheSourceAndTheOutputNotTheRun) {
+  // --max-source-len's default (1024) and a huge --max-len-a past max_positions: the model cannot
+  // place more, so both are cut to what it can read, and every line is still translated.
+  Fixture f;
+  ModelConfig config = f.model->config();
+  config.positions = PositionEncoding::kLearned;
+  config.max_positions = 8;
+  torch::manual_seed(5);
+  Transformer learned(config);
+  TranslatorOptions options;
+  options.search.max_len_a = 10;
+  Translator translator({learned}, f.tokenizer, options, torch::kCPU);
+  EXPECT_EQ(translator.source_limit(), 7);
+  std::string very_long;
+  for (int i = 0; i < 20; ++i) very_long += "three cats ";
+  const auto out = translator.translate({very_long, "zwei", very_long});
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_TRUE(out[0].truncated);
+  EXPECT_FALSE(out[1].truncated);
+  EXPECT_EQ(out[0].source_ids.size(), 7U);
+  for (const auto& translation : out) {
+    ASSERT_FALSE(translation.nbest.empty());
+    EXPECT_LT(translation.nbest.front().ids.size(), 8U);  // the output plus its eos fit 8 positions
+  }
+}
+
+/// Bytes of address space this process has mapped now (/proc/self/statm: its size in pages).
+uint64_t mapped_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(Translator, RunningOutOfMemoryIsAnErrorNamingTheBatch) {
+  // A batch far larger than the memory left: the address space is capped 256 MiB above what is
+  // mapped now, and one batch of 200 long sentences needs gigabytes of attention scores.
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space and aborts on a failed allocation";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space and aborts on a failed allocation";
+#endif
+#endif
+  at::set_num_threads(1);  // no worker threads to start (or fail to start) under the cap
+  Fixture f;
+  TranslatorOptions options;
+  options.max_tokens = 1 << 30;
+  options.search.max_len_b = 2;
+  Translator translator({f.model}, f.tokenizer, options, torch::kCPU);
+  std::string very_long;
+  for (int i = 0; i < 300; ++i) very_long += "three cats ";
+  const std::vector<std::string> lines(200, very_long);
+  translator.translate({"one cat"});  // everything that is set up once, set up before the cap
+  rlimit old_limit{};
+  getrlimit(RLIMIT_AS, &old_limit);
+  rlimit capped = old_limit;
+  capped.rlim_cur = mapped_bytes() + (uint64_t{256} << 20);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &capped), 0);
+  std::string error;
+  try {
+    translator.translate(lines);
+  } catch (const OutOfMemory& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_AS, &old_limit);
+  EXPECT_NE(error.find("out of memory on a batch of 200 sentences of up to"), std::string::npos) << error;
+  EXPECT_NO_THROW(translator.translate({"one cat"}));  // and the translator works on afterwards
 }
 
 TEST(Translator, SmallBatchesGiveTheSameOutputsInOrder) {

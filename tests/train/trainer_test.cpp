@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -14,6 +15,7 @@
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
 #include "tokenizer/tokenizer_trainer.h"
+#include "train/checkpoint.h"
 #include "train/checkpoint_average.h"
 #include "train/lr_schedule.h"
 
@@ -328,6 +330,47 @@ TEST(Trainer, InterruptSavesCheckpointLast) {
   std::atomic<bool> interrupted{true};
   EXPECT_EQ(trainer.run(interrupted), StopReason::kInterrupted);
   EXPECT_TRUE(std::filesystem::exists(task.options.save_dir + "/checkpoint_last.pt"));
+}
+
+/// The numbered checkpoints of a save directory with the update each records, oldest first.
+std::vector<std::pair<int64_t, std::string>> recorded_updates(const std::string& save_dir) {
+  std::vector<std::pair<int64_t, std::string>> files;
+  for (const auto& name : numbered_files(save_dir)) {
+    files.emplace_back(read_recorded_progress(save_dir + "/" + name).update, name);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(Trainer, RotationAndAveragingFollowTheRecordedProgressNotFileTimes) {
+  ToyTask task;
+  task.options.keep_last = 3;
+  task.options.average_last = 2;
+  task.options.save_interval_updates = 1;
+  task.options.max_updates = 4;
+  train_validating(task);
+  // A copied save directory: file times no longer follow the updates (here, the reverse of them).
+  const auto before = recorded_updates(task.options.save_dir);
+  ASSERT_EQ(before.size(), 3U);
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (size_t i = 0; i < before.size(); ++i) {
+    std::filesystem::last_write_time(task.options.save_dir + "/" + before[i].second,
+                                     now + std::chrono::hours(before.size() - i));
+  }
+  task.options.max_updates = 7;  // resumed: three more saves
+  train_validating(task);
+  const auto after = recorded_updates(task.options.save_dir);
+  std::vector<int64_t> kept;
+  for (const auto& file : after) kept.push_back(file.first);
+  EXPECT_EQ(kept, (std::vector<int64_t>{5, 6, 7})) << "rotation kept other checkpoints than the newest three";
+  // checkpoint_avg.pt is the mean of the two newest by progress.
+  const auto expected = average_checkpoints({task.options.save_dir + "/" + after[1].second,
+                                             task.options.save_dir + "/" + after[2].second});
+  const auto written = load_model_file(task.options.save_dir + "/checkpoint_avg.pt", torch::kCPU);
+  auto expected_parameters = expected.model->named_parameters();
+  for (const auto& item : written.model->named_parameters()) {
+    EXPECT_TENSOR_NEAR(item.value(), expected_parameters[item.key()], 0) << item.key();
+  }
 }
 
 TEST(CheckpointAverage, EqualsTheElementWiseMean) {
