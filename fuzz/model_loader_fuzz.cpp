@@ -2,8 +2,9 @@
 // and a resumed `tfm train` open first. The input is the file: a zip archive whose record
 // checksums tfm verifies (model/zip_checksums.cpp), then LibTorch's unpickler, then our config,
 // checksum and shape checks. Random damage rarely gets past the zip checksums, so when the
-// first input byte is odd the target skips that check and hands the rest straight to LibTorch
-// and read_model(), as a crafted file with correct checksums would reach them. LibTorch itself
+// first input byte is odd the target skips the CRC comparison (not the bounds of records and
+// pickles) and hands the rest to LibTorch and read_model(), as a crafted file with correct
+// checksums would reach them. LibTorch itself
 // is not instrumented: coverage guides only our side; the sanitizers watch our accesses.
 #include <torch/torch.h>
 
@@ -12,6 +13,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "model/model_file.h"
+#include "model/zip_checksums.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool configured = [] {
@@ -24,6 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = tfm::fuzz::write_scratch("model.pt", data + 1, size - 1);
   try {
     if (past_checksums) {
+      // What open_archive() checks besides the CRCs: records inside the file, bounded pickles.
+      tfm::verify_zip_checksums(path, /*checksums=*/false);
       torch::serialize::InputArchive archive;
       try {
         archive.load_from(path, torch::Device(torch::kCPU));

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "model/pickle_bounds.h"
+
 namespace tfm {
 namespace {
 
@@ -108,7 +110,7 @@ Directory find_directory(const File& file) {
 
 }  // namespace
 
-void verify_zip_checksums(const std::string& path) {
+void verify_zip_checksums(const std::string& path, bool checksums) {
   const File file(path);
   const Directory directory = find_directory(file);
   const auto listing = file.read(directory.offset, directory.size, "the zip directory");
@@ -146,9 +148,18 @@ void verify_zip_checksums(const std::string& path) {
     const auto header = file.read(local, kLocalHeaderBytes, "a record header");
     if (u32(header.data()) != kLocalHeader) file.damaged(name + ": its record header is missing");
     const uint64_t data_at = local + kLocalHeaderBytes + u16(header.data() + 26) + u16(header.data() + 28);
+    // LibTorch reads a record by allocating its size from this directory: it must lie in the file.
+    if (data_at > file.size() || compressed > file.size() - data_at) file.damaged(name + " lies past the end of the file");
+    const bool pickle = name.size() > 4 && name.compare(name.size() - 4, 4, ".pkl") == 0;
+    if (pickle) {
+      // Walked before LibTorch's unpickler trusts its numbers; tfm and LibTorch store pickles uncompressed.
+      if (method != 0 || compressed != uncompressed) file.damaged(name + ": a compressed pickle");
+      const auto bytes = file.read(data_at, uncompressed, "a pickle");
+      check_pickle_bounds(bytes.data(), bytes.size(), path + " (" + name + ")");
+    }
     // LibTorch stores records uncompressed. A CRC of 0 means the writer did not compute one
     // (torch.serialization.set_crc32_options(False)); such records cannot be checked.
-    if (method != 0 || stored_crc == 0) continue;
+    if (!checksums || method != 0 || stored_crc == 0) continue;
     if (compressed != uncompressed) file.damaged(name + ": inconsistent sizes");
     if (file.crc32_of(data_at, uncompressed) != stored_crc) {
       throw std::runtime_error(path + ": damaged file (record " + name + " fails its checksum: the file changed " +

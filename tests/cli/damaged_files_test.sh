@@ -71,6 +71,27 @@ python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1], "w").writestr("arc
 damaged "a foreign zip archive as model" "$WORK/zip.pt" "" "$TFM" translate --model "$WORK/zip.pt" --input "$WORK/in.txt"
 damaged "the dataset file as model" "$WORK/prepared/train.bin" "not a model file" \
   "$TFM" translate --model "$WORK/prepared/train.bin" --input "$WORK/in.txt"
+# A crafted model file, every checksum right: its pickle names memo entry 1.5 billion (LibTorch's
+# unpickler would grow its memo table to 24 GB for it) or a string longer than the file.
+craft() {  # craft OUT FROM TO: the model with FROM replaced by TO once in data.pkl, rezipped
+  python3 - "$model" "$1" "$2" "$3" <<'PY'
+import sys, zipfile
+source, out, old, new = sys.argv[1], sys.argv[2], bytes.fromhex(sys.argv[3]), bytes.fromhex(sys.argv[4])
+with zipfile.ZipFile(source) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zout:
+    for item in zin.infolist():
+        data = zin.read(item)
+        if item.filename.endswith("data.pkl"):
+            assert old in data, "pattern not in data.pkl"
+            data = data.replace(old, new, 1)
+        zout.writestr(item.filename, data)
+PY
+}
+craft "$WORK/memo.pt" 7100 72ffffff58   # the first BINPUT 0 becomes LONG_BINPUT 1,493,172,223
+damaged "a crafted pickle's memo index" "$WORK/memo.pt" "more than it can hold" \
+  "$TFM" translate --model "$WORK/memo.pt" --input "$WORK/in.txt"
+craft "$WORK/long.pt" 58 58ffffff7f   # a BINUNICODE of 2 GB
+damaged "a crafted pickle's string length" "$WORK/long.pt" "bytes past its end" \
+  "$TFM" translate --model "$WORK/long.pt" --input "$WORK/in.txt"
 cp -r "$WORK/model" "$WORK/resume"
 overwrite_middle "$WORK/resume/checkpoint_last.pt"
 damaged "resuming from a bit-flipped checkpoint" "$WORK/resume/checkpoint_last.pt" "fails its checksum" \
