@@ -5,7 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "model/model_file.h"
 #include "runtime/durable_file.h"
+#include "train/checkpoint_average.h"
 
 namespace fs = std::filesystem;
 
@@ -57,6 +59,28 @@ std::vector<fs::path> CheckpointFiles::numbered() {
   std::vector<fs::path> newest_first;
   for (auto& [position, path] : files) newest_first.push_back(std::move(path));
   return newest_first;
+}
+
+void CheckpointFiles::write_average(int64_t count) {
+  if (count < 2) return;
+  auto files = numbered();
+  if (files.size() > static_cast<size_t>(count)) files.resize(static_cast<size_t>(count));
+  if (files.size() < 2) {
+    spdlog::info("no checkpoint_avg.pt: {} numbered checkpoint{} kept, averaging needs two", files.size(),
+                 files.size() == 1 ? "" : "s");
+    return;
+  }
+  std::vector<std::string> paths;
+  std::string names;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {  // oldest first, as `tfm average` lists them
+    paths.push_back(it->string());
+    if (!names.empty()) names += ' ';
+    names += it->filename().string();
+  }
+  auto averaged = average_checkpoints(paths);
+  save_model_file(average().string(), averaged.model, averaged.tokenizer_proto);  // durably: a crash keeps the old
+  spdlog::info("{}: the average of the last {} checkpoints ({}): the model to translate with", average().string(),
+               paths.size(), names);
 }
 
 }  // namespace tfm

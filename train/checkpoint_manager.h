@@ -34,6 +34,8 @@ class CheckpointFiles {
   void saved(const std::filesystem::path& written, const TrainingProgress& progress, bool is_best);
   /// The numbered checkpoints in the directory with a recorded position, newest first.
   std::vector<std::filesystem::path> numbered();
+  /// §6.1: checkpoint_avg.pt, the mean of the newest `count` numbered checkpoints (none below 2).
+  void write_average(int64_t count);
 
  private:
   using Position = std::pair<int64_t, int64_t>;  // (epoch, update) as recorded

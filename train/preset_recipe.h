@@ -9,7 +9,7 @@ namespace tfm {
 /// The training settings that belong to a model preset: `tfm train` uses them for every flag the
 /// user leaves unset. base and big keep the paper's (§5.3: the noam schedule with 4000 warm-up
 /// updates); small and tiny, the CPU presets, use the recipe that won the Multi30k search on a
-/// 2-core CPU (issue 14; the table of candidates is in BENCHMARKS.md).
+/// 2-core CPU (the table of candidates is in BENCHMARKS.md, "Quality in an hour").
 struct PresetRecipe {
   LrScheduleOptions lr;               // kind, factor, peak, warm-up and cool-down (d_model is the model's)
   int64_t max_tokens = 0;             // padded subwords per side per batch

@@ -85,7 +85,26 @@ PrepareCorpusOptions corpus_options(const TrainOptions& o) {
   return corpus;
 }
 
+/// check_fits_positions for one split.
+void check_split_fits(const ParallelDataset& data, const ModelConfig& config, const std::string& split) {
+  for (int64_t i = 0; i < data.size(); ++i) {
+    const int64_t longest = std::max(data.source.length(i), data.target.length(i));
+    if (longest + 1 > config.max_positions) {
+      throw std::invalid_argument(fmt::format(
+          "{} pair {} has {} subwords, more than the model's {} learned positions hold with eos (filter the data "
+          "with --max-len {} or raise --max-positions)", split, i + 1, longest, config.max_positions,
+          config.max_positions - 1));
+    }
+  }
+}
+
 }  // namespace
+
+void check_fits_positions(const TrainingData& data, const ModelConfig& config) {
+  if (config.positions != PositionEncoding::kLearned) return;
+  check_split_fits(data.train, config, "training");
+  if (data.valid) check_split_fits(*data.valid, config, "validation");
+}
 
 TrainingData load_training_data(const TrainOptions& o, const std::optional<std::string>& tokenizer_proto) {
   if (o.train_tgt.empty() && is_prepared_dir(o.train_src)) {
