@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "decode/step_rules.h"
+#include "decode/logits_processors.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -32,6 +32,7 @@ struct SentenceSearch {
 /// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
 RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam) {
   RowFacts facts;
+  facts.step = step;
   for (const auto& sentence : active) {
     const uint8_t at_max = step + 1 >= sentence.max_len ? 1 : 0;
     for (int64_t k = 0; k < beam; ++k) {
@@ -44,10 +45,7 @@ RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int6
 
 void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double log_prob, int64_t beam,
                   double alpha) {
-  Hypothesis hypothesis;
-  hypothesis.log_prob = log_prob;
-  hypothesis.score = log_prob / length_penalty(static_cast<int64_t>(tokens.size()) + 1, alpha);
-  hypothesis.tokens = std::move(tokens);
+  Hypothesis hypothesis = make_hypothesis(std::move(tokens), log_prob, alpha);
   auto& finished = sentence.finished;
   finished.insert(std::upper_bound(finished.begin(), finished.end(), hypothesis,
                                    [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; }),
@@ -57,7 +55,7 @@ void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double 
 
 /// Whether no live beam can still reach the n-best: log-probabilities only fall, so a live beam's
 /// best possible score is its log-probability over the largest length penalty still reachable.
-bool is_done(const SentenceSearch& sentence, int64_t generated, const BeamOptions& options) {
+bool is_done(const SentenceSearch& sentence, int64_t generated, const SearchOptions& options) {
   double best_live = kNegInf;
   for (const auto& beam : sentence.beams) best_live = std::max(best_live, beam.log_prob);
   if (best_live == kNegInf || generated >= sentence.max_len) return true;
@@ -101,6 +99,18 @@ std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, 
   return parents;
 }
 
+/// One search per sentence, each with one live beam and K - 1 empty slots.
+std::vector<SentenceSearch> start_sentences(const std::vector<int64_t>& source_lengths, const SearchOptions& options) {
+  std::vector<SentenceSearch> sentences(source_lengths.size());
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    sentences[b].index = static_cast<int64_t>(b);
+    sentences[b].max_len = max_output_length(source_lengths[b], options);
+    sentences[b].beams.resize(options.beam);
+    sentences[b].beams[0].log_prob = 0.0;
+  }
+  return sentences;
+}
+
 std::vector<Hypothesis> best_of(SentenceSearch& sentence, int64_t nbest) {
   auto& finished = sentence.finished;
   if (static_cast<int64_t>(finished.size()) > nbest) finished.resize(nbest);
@@ -109,45 +119,18 @@ std::vector<Hypothesis> best_of(SentenceSearch& sentence, int64_t nbest) {
 
 }  // namespace
 
-void validate(const BeamOptions& options) {
-  if (options.beam < 1) throw std::invalid_argument("--beam must be >= 1");
-  if (options.nbest < 1 || options.nbest > options.beam) {
-    throw std::invalid_argument("--nbest " + std::to_string(options.nbest) + ": must be between 1 and --beam " +
-                                std::to_string(options.beam));
-  }
-  if (options.max_len_a < 0 || options.max_len_b < 0 || (options.max_len_a == 0 && options.max_len_b == 0)) {
-    throw std::invalid_argument("--max-len-a/--max-len-b must be >= 0 and allow at least one token");
-  }
-  if (options.no_repeat_ngram < 0) throw std::invalid_argument("--no-repeat-ngram must be >= 0");
-  if (options.max_len_limit < 0) throw std::invalid_argument("max_len_limit must be >= 0");
-}
-
-int64_t max_output_length(int64_t source_length, const BeamOptions& options) {
-  auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
-  if (options.max_len_limit > 0) length = std::min(length, options.max_len_limit);
-  return std::max<int64_t>(length, 1);
-}
-
-double length_penalty(int64_t length, double alpha) {
-  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
-}
-
 std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& source,
                                                  const std::vector<int64_t>& source_lengths,
-                                                 const BeamOptions& options) {
+                                                 const SearchOptions& options) {
   validate(options);
   const int64_t batch = source.size(0);
   const int64_t beam = options.beam;
   const int64_t vocab = scorer.vocab_size();
   const auto device = source.device();
+  if (static_cast<int64_t>(source_lengths.size()) != batch) throw std::invalid_argument("beam_search: one length a row");
   std::vector<std::vector<Hypothesis>> results(batch);
-  std::vector<SentenceSearch> active(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    active[b].index = b;
-    active[b].max_len = max_output_length(source_lengths.at(b), options);
-    active[b].beams.resize(beam);
-    active[b].beams[0].log_prob = 0.0;  // one live beam at the start; the others are empty slots
-  }
+  std::vector<SentenceSearch> active = start_sentences(source_lengths, options);
+  const LogitsProcessors processors(options);
   auto state = scorer.start(source);
   state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
   auto last_tokens = torch::full({batch * beam}, kBosId, torch::TensorOptions(torch::kLong).device(device));
@@ -157,7 +140,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
 
   for (int64_t step = 0; !active.empty(); ++step) {
     auto log_probs = scorer.step(last_tokens, *state);  // [N, V], N = active * K
-    apply_step_rules(log_probs, row_facts(active, step, beam), options);
+    processors.apply(log_probs, row_facts(active, step, beam));
     const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({static_cast<int64_t>(active.size()), -1});
     const auto [top_scores, top_ids] = totals.topk(std::min<int64_t>(2 * beam, totals.size(1)));  // [A, 2K]
     const auto scores_cpu = top_scores.to(torch::kCPU).contiguous();

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "decode/greedy_search.h"
+#include "decode/search_strategy.h"
 #include "decode/scorer.h"
 #include "model/linear.h"
 #include "runtime/errors.h"
@@ -128,6 +128,7 @@ Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, con
     options_.search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
+  search_ = make_search_strategy(options_.search);
 }
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
@@ -180,7 +181,7 @@ void Translator::translate_batch(const std::vector<std::vector<int64_t>>& source
            std::to_string(options_.search.beam) + ")";
   };
   const auto results = naming_batch_on_out_of_memory(
-      describe_batch, [&] { return search(*scorer, source.to(device_), lengths, options_.search); });
+      describe_batch, [&] { return search_->search(*scorer, source.to(device_), lengths); });
   for (int64_t b = 0; b < batch; ++b) {
     auto& translation = out[rows[b]];
     for (const auto& hypothesis : results[b]) {

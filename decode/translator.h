@@ -1,12 +1,13 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
 
 #include "decode/attention_probe.h"
-#include "decode/beam_search.h"
+#include "decode/search_strategy.h"
 #include "model/transformer.h"
 #include "runtime/precision.h"
 #include "tokenizer/tokenizer.h"
@@ -14,7 +15,7 @@
 namespace tfm {
 
 struct TranslatorOptions {
-  BeamOptions search;
+  SearchOptions search;
   int64_t max_tokens = 6000;      // padded source tokens per batch
   int64_t batch_size = 0;         // sentences per batch (0 = bounded by max_tokens only)
   int64_t max_source_len = 1024;  // longer inputs are truncated (and flagged)
@@ -71,6 +72,7 @@ class Translator {
   TranslatorOptions options_;
   torch::Device device_;
   int64_t source_limit_ = 0;
+  std::unique_ptr<SearchStrategy> search_;  // one for the translator's life: sampling's draws go on across batches
   int64_t target_tokens_ = 0;
 };
 

@@ -10,47 +10,15 @@
 #include "decode/greedy_search.h"
 #include "decode/scorer.h"
 #include "model/transformer.h"
+#include "tests/decode/decode_test_support.h"
 #include "text/special_ids.h"
 
 namespace tfm {
 namespace {
 
-Transformer random_model(int64_t vocab, int64_t seed) {
-  ModelConfig config;
-  config.vocab_size = vocab;
-  config.d_model = 16;
-  config.d_ff = 32;
-  config.heads = 2;
-  config.encoder_layers = 1;
-  config.decoder_layers = 2;
-  torch::manual_seed(seed);
-  Transformer model(config);
-  model->eval();
-  {
-    // Sharper distributions than the initialisation gives, so searches differ from each other.
-    torch::NoGradGuard no_grad;
-    model->target_embedding->tokens->weight.mul_(4.0);
-  }
-  return model;
-}
-
-torch::Tensor source_for(const std::vector<int64_t>& tokens) {
-  auto with_eos = tokens;
-  with_eos.push_back(kEosId);
-  return torch::tensor(with_eos, torch::kLong).view({1, -1});
-}
-
-/// Sentences as one padded, eos-terminated batch [B, S]; `lengths` gets their subword counts.
-torch::Tensor batch_of(const std::vector<std::vector<int64_t>>& sentences, std::vector<int64_t>& lengths) {
-  int64_t longest = 0;
-  for (const auto& s : sentences) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.size()) + 1);
-  auto batch = torch::full({static_cast<int64_t>(sentences.size()), longest}, kPadId, torch::kLong);
-  for (size_t b = 0; b < sentences.size(); ++b) {
-    batch[b].narrow(0, 0, static_cast<int64_t>(sentences[b].size()) + 1).copy_(source_for(sentences[b])[0]);
-    lengths.push_back(static_cast<int64_t>(sentences[b].size()));
-  }
-  return batch;
-}
+using testing::batch_of;
+using testing::random_model;
+using testing::source_for;
 
 /// Sum of log p(y_t | y_<t) over y + eos, by teacher-forced full forward passes.
 double sequence_log_prob(Transformer& model, const torch::Tensor& source, const std::vector<int64_t>& tokens) {
@@ -84,7 +52,7 @@ TEST(BeamSearch, BeamOneEqualsGreedyLoop) {
     auto model = random_model(12, seed);
     TransformerScorer scorer(model);
     const std::vector<int64_t> tokens{5, 6, 7, 8};
-    BeamOptions options;
+    SearchOptions options;
     options.beam = 1;
     options.max_len_b = 10;
     const auto result = beam_search(scorer, source_for(tokens), {4}, options);
@@ -99,7 +67,7 @@ TEST(GreedySearch, EqualsTheGreedyLoopOverFullForwardPasses) {
     auto model = random_model(12, seed);
     TransformerScorer scorer(model);
     const std::vector<int64_t> tokens{5, 6, 7, 8};
-    BeamOptions options;
+    SearchOptions options;
     options.beam = 1;
     options.length_penalty = 0.6;
     options.max_len_b = 10;
@@ -118,7 +86,7 @@ TEST(GreedySearch, BatchedEqualsOneByOneAndRulesApply) {
   auto model = random_model(15, 32);
   TransformerScorer scorer(model);
   const std::vector<std::vector<int64_t>> sentences = {{4, 5, 6}, {7, 8, 9, 10, 11, 12}, {13}, {6, 6, 6, 6}};
-  BeamOptions options;
+  SearchOptions options;
   options.beam = 1;
   options.max_len_a = 1.5;
   options.max_len_b = 3;
@@ -169,7 +137,7 @@ TEST(BeamSearch, WideBeamFindsTheBruteForceBest) {
     std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
 
     TransformerScorer scorer(model);
-    BeamOptions options;
+    SearchOptions options;
     options.beam = 343;  // |V|^(L-1): every prefix stays in the beam
     options.length_penalty = 0.6;
     options.nbest = 3;
@@ -187,7 +155,7 @@ TEST(BeamSearch, NarrowBeamReportsItsScoreCorrectly) {
   auto model = random_model(9, 21);
   TransformerScorer scorer(model);
   const auto source = source_for({4, 5, 6, 7, 8});
-  BeamOptions options;
+  SearchOptions options;
   options.beam = 2;
   options.length_penalty = 0.6;
   options.max_len_b = 8;
@@ -201,7 +169,7 @@ TEST(BeamSearch, BatchedEqualsOneByOne) {
   auto model = random_model(15, 31);
   TransformerScorer scorer(model);
   const std::vector<std::vector<int64_t>> sentences = {{4, 5, 6}, {7, 8, 9, 10, 11, 12}, {13}, {6, 6, 6, 6}};
-  BeamOptions options;
+  SearchOptions options;
   options.max_len_a = 1.5;
   options.max_len_b = 3;
   std::vector<int64_t> lengths;
@@ -256,7 +224,7 @@ TEST(BeamSearch, ScriptedNBestIsExact) {
     if (prefix.empty()) return std::vector<double>{1e-9, 1e-9, 1e-9, 0.1, 0.5, 0.4, 1e-9};
     return std::vector<double>{1e-9, 1e-9, 1e-9, 0.9, 1e-9, 1e-9, 0.1};
   });
-  BeamOptions options;
+  SearchOptions options;
   options.beam = 3;
   options.nbest = 3;
   options.length_penalty = 0.0;  // raw log-probabilities
@@ -278,7 +246,7 @@ TEST(BeamSearch, EarlyStopEndsOnceBeamHypothesesFinished) {
   ScriptedScorer scorer(6, [](const std::vector<int64_t>&) {
     return std::vector<double>{1e-9, 1e-9, 1e-9, 0.5, 0.3, 0.2};
   });
-  BeamOptions options;
+  SearchOptions options;
   options.beam = 2;
   options.nbest = 2;
   options.length_penalty = 1.0;
@@ -304,7 +272,7 @@ TEST(BeamSearch, NoRepeatNgramAndUnkPenalty) {
     p[kEosId] = 1e-6;  // hypotheses run to the maximum length
     return p;
   });
-  BeamOptions options;
+  SearchOptions options;
   options.beam = 2;
   options.max_len_b = 6;
   options.no_repeat_ngram = 2;
@@ -318,10 +286,10 @@ TEST(BeamSearch, NoRepeatNgramAndUnkPenalty) {
 }
 
 TEST(BeamSearch, OptionsAreValidated) {
-  BeamOptions options;
+  SearchOptions options;
   options.nbest = 5;
   EXPECT_THROW(validate(options), std::invalid_argument);
-  options = BeamOptions();
+  options = SearchOptions();
   options.beam = 0;
   EXPECT_THROW(validate(options), std::invalid_argument);
 }

@@ -1,0 +1,95 @@
+#include "decode/logits_processors.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include <torch/torch.h>
+
+#include "text/special_ids.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/// (row, token) pairs that would repeat an n-gram already in the row's history.
+void banned_repeats(const RowFacts& rows, int64_t n, std::vector<int64_t>& banned_rows,
+                    std::vector<int64_t>& banned_tokens) {
+  for (size_t row = 0; row < rows.history.size(); ++row) {
+    const auto& tokens = *rows.history[row];
+    const auto size = static_cast<int64_t>(tokens.size());
+    if (size < n - 1) continue;
+    for (int64_t start = 0; start + n <= size; ++start) {
+      // Does tokens[start, start+n-1) equal the last n-1 tokens? Then tokens[start+n-1] is banned.
+      if (std::equal(tokens.begin() + start, tokens.begin() + start + n - 1, tokens.end() - (n - 1))) {
+        banned_rows.push_back(static_cast<int64_t>(row));
+        banned_tokens.push_back(tokens[start + n - 1]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void SpecialTokensMask::apply(torch::Tensor& log_probs, const RowFacts& /*rows*/) const {
+  log_probs.select(1, kPadId).fill_(kNegInf);
+  log_probs.select(1, kBosId).fill_(kNegInf);
+}
+
+void UnkPenalty::apply(torch::Tensor& log_probs, const RowFacts& /*rows*/) const {
+  log_probs.select(1, kUnkId).sub_(penalty_);
+}
+
+namespace {
+
+/// [N] bool on `device`: the rows that must end now, or none when no row must.
+std::optional<torch::Tensor> forced_rows(const RowFacts& rows, const torch::Device& device) {
+  if (std::none_of(rows.force_eos.begin(), rows.force_eos.end(), [](uint8_t f) { return f != 0; })) {
+    return std::nullopt;
+  }
+  return torch::tensor(std::vector<int64_t>(rows.force_eos.begin(), rows.force_eos.end())).to(device, torch::kBool);
+}
+
+}  // namespace
+
+void MinLength::apply(torch::Tensor& log_probs, const RowFacts& rows) const {
+  if (rows.step >= length_) return;
+  auto eos = log_probs.select(1, kEosId);  // [N], a view
+  // A row at its maximum length ends all the same: the maximum wins.
+  if (const auto forced = forced_rows(rows, log_probs.device())) {
+    eos.masked_fill_(forced->logical_not(), kNegInf);
+  } else {
+    eos.fill_(kNegInf);
+  }
+}
+
+void MaxLength::apply(torch::Tensor& log_probs, const RowFacts& rows) const {
+  const auto forced = forced_rows(rows, log_probs.device());
+  if (!forced) return;
+  const auto eos = log_probs.select(1, kEosId).clone();  // [N]
+  log_probs.masked_fill_(forced->unsqueeze(1), kNegInf);
+  log_probs.select(1, kEosId).copy_(eos);
+}
+
+void NoRepeatNgram::apply(torch::Tensor& log_probs, const RowFacts& rows) const {
+  std::vector<int64_t> banned_rows, banned_tokens;
+  banned_repeats(rows, n_, banned_rows, banned_tokens);
+  if (banned_rows.empty()) return;
+  const auto device = log_probs.device();
+  log_probs.index_put_({torch::tensor(banned_rows).to(device), torch::tensor(banned_tokens).to(device)}, kNegInf);
+}
+
+LogitsProcessors::LogitsProcessors(const SearchOptions& options) {
+  processors_.push_back(std::make_unique<SpecialTokensMask>());
+  if (options.unk_penalty != 0.0) processors_.push_back(std::make_unique<UnkPenalty>(options.unk_penalty));
+  if (options.min_len > 0) processors_.push_back(std::make_unique<MinLength>(options.min_len));
+  processors_.push_back(std::make_unique<MaxLength>());
+  if (options.no_repeat_ngram > 0) processors_.push_back(std::make_unique<NoRepeatNgram>(options.no_repeat_ngram));
+}
+
+void LogitsProcessors::apply(torch::Tensor& log_probs, const RowFacts& rows) const {
+  for (const auto& processor : processors_) processor->apply(log_probs, rows);
+}
+
+}  // namespace tfm

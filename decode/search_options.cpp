@@ -1,0 +1,53 @@
+#include "decode/search_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "decode/hypothesis.h"
+
+namespace tfm {
+
+void validate(const SearchOptions& options) {
+  if (options.beam < 1) throw std::invalid_argument("--beam must be >= 1");
+  if (options.nbest < 1 || options.nbest > options.beam) {
+    throw std::invalid_argument("--nbest " + std::to_string(options.nbest) + ": must be between 1 and --beam " +
+                                std::to_string(options.beam));
+  }
+  if (options.max_len_a < 0 || options.max_len_b < 0 || (options.max_len_a == 0 && options.max_len_b == 0)) {
+    throw std::invalid_argument("--max-len-a/--max-len-b must be >= 0 and allow at least one token");
+  }
+  if (options.no_repeat_ngram < 0) throw std::invalid_argument("--no-repeat-ngram must be >= 0");
+  if (options.max_len_limit < 0) throw std::invalid_argument("max_len_limit must be >= 0");
+  if (options.min_len < 0) throw std::invalid_argument("--min-len must be >= 0");
+  const SamplingOptions& sampling = options.sampling;
+  if (!sampling.enabled) return;
+  if (options.nbest != 1) throw std::invalid_argument("--sampling draws one translation per sentence: no --nbest");
+  if (sampling.top_k < 0) throw std::invalid_argument("--sampling topk:K needs K >= 0");
+  if (!(sampling.top_p > 0 && sampling.top_p <= 1)) throw std::invalid_argument("--sampling topp:P needs 0 < P <= 1");
+  if (!(sampling.temperature > 0) || !std::isfinite(sampling.temperature)) {
+    throw std::invalid_argument("--temperature must be > 0");
+  }
+}
+
+int64_t max_output_length(int64_t source_length, const SearchOptions& options) {
+  auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  if (options.max_len_limit > 0) length = std::min(length, options.max_len_limit);
+  return std::max<int64_t>(length, 1);
+}
+
+double length_penalty(int64_t length, double alpha) {
+  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+}
+
+Hypothesis make_hypothesis(std::vector<int64_t> tokens, double log_prob, double alpha) {
+  Hypothesis hypothesis;
+  hypothesis.log_prob = log_prob;
+  hypothesis.score = log_prob / length_penalty(static_cast<int64_t>(tokens.size()) + 1, alpha);
+  hypothesis.tokens = std::move(tokens);
+  return hypothesis;
+}
+
+}  // namespace tfm
