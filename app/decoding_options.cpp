@@ -1,6 +1,29 @@
 #include "app/decoding_options.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace tfm {
+
+void parse_sampling(const std::string& value, SamplingOptions& sampling) {
+  sampling.enabled = value != "none";
+  if (!sampling.enabled) return;
+  const auto colon = value.find(':');
+  const std::string kind = value.substr(0, colon);
+  const std::string number = colon == std::string::npos ? "" : value.substr(colon + 1);
+  try {
+    size_t used = 0;
+    if (kind == "topk") {
+      sampling.top_k = std::stoll(number, &used);
+      if (used == number.size() && sampling.top_k >= 1) return;
+    } else if (kind == "topp") {
+      sampling.top_p = std::stod(number, &used);
+      if (used == number.size() && sampling.top_p > 0 && sampling.top_p <= 1) return;
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--sampling " + value + ": expected none, topk:K (K >= 1) or topp:P (0 < P <= 1)");
+}
 
 void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group) {
   auto& search = options.translator.search;
@@ -16,8 +39,14 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options, const std
                                         "End a sentence's beam search once it has --beam finished hypotheses "
                                         "(fairseq's rule; faster) instead of once no live beam can win");
   if (!group.empty()) early->group(group);
+  add("--min-len", search.min_len, "No end of sentence before this many subwords");
   add("--unk-penalty", search.unk_penalty, "Subtracted from unk's log-probability");
   add("--no-repeat-ngram", search.no_repeat_ngram, "Never repeat an n-gram of this size");
+  add("--sampling", options.sampling,
+      "Draw each token instead of searching (back-translation): topk:K (among the K most probable) or topp:P "
+      "(within the top-P probability mass); --beam is not used");
+  add("--temperature", search.sampling.temperature, "With --sampling: divides the log-probabilities (<1 sharper)");
+  add("--seed", search.sampling.seed, "With --sampling: the same seed, input and flags give the same translations");
   add("--max-tokens", options.translator.max_tokens, "Padded source subwords per batch");
   add("--batch-size", options.translator.batch_size, "Sentences per batch (0 = by --max-tokens only)");
   add("--max-source-len", options.translator.max_source_len, "Longer inputs are truncated, with a warning");

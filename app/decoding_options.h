@@ -13,10 +13,16 @@ struct DecodingOptions {
   TranslatorOptions translator;
   std::string dtype = "auto";
   std::string quantize = "none";  // none | int8
+  std::string sampling = "none";  // none | topk:K | topp:P
 };
 
-/// Adds --beam, --lenpen, --max-len-a/-b, --unk-penalty, --no-repeat-ngram, --max-tokens,
-/// --batch-size, --max-source-len, --dtype and --quantize, in help group `group` (empty = the default group).
+/// --sampling's value into `sampling` (enabled, top_k or top_p; temperature and seed are set by
+/// their own flags). std::invalid_argument naming the flag for anything else.
+void parse_sampling(const std::string& value, SamplingOptions& sampling);
+
+/// Adds --beam, --lenpen, --max-len-a/-b, --min-len, --unk-penalty, --no-repeat-ngram, --sampling,
+/// --temperature, --seed, --max-tokens, --batch-size, --max-source-len, --dtype and --quantize, in
+/// help group `group` (empty = the default group).
 void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group = "");
 
 }  // namespace tfm

@@ -1,4 +1,4 @@
-// tfm: Transformer neural machine translation on LibTorch. Thin front end over tfm_core:
+// tfm: Transformer neural machine translation on LibTorch. The program over the layer libraries:
 // parse the command line, set up logging and threads, run one subcommand, map errors to exit codes.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

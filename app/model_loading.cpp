@@ -33,6 +33,7 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
     throw std::invalid_argument("--quantize " + decoding.quantize + ": expected none or int8");
   }
   options.quantize_int8 = decoding.quantize == "int8";
+  parse_sampling(decoding.sampling, options.search.sampling);
   const auto device = resolve(runtime);
   // int8 computes from float32 weights: with --quantize int8, auto means float32.
   const std::string dtype = options.quantize_int8 && decoding.dtype == "auto" ? "float32" : decoding.dtype;
@@ -44,9 +45,16 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
   const auto& search = options.search;
-  spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}",
-               search.beam == 1 ? std::string("greedy") : fmt::format("beam {}", search.beam),
-               search.length_penalty, search.max_len_a, search.max_len_b);
+  const auto& sampling = search.sampling;
+  const std::string strategy =
+      sampling.enabled ? fmt::format("sampling {}, temperature {:g}, seed {}",
+                                     sampling.top_k > 0 ? fmt::format("among the top {}", sampling.top_k)
+                                                        : fmt::format("within the top {:g} of the mass", sampling.top_p),
+                                     sampling.temperature, sampling.seed)
+      : search.beam == 1 ? std::string("greedy")
+                         : fmt::format("beam {}", search.beam);
+  spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,
+               search.max_len_a, search.max_len_b);
   Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
   // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights
   // before conversion or quantization): hand it back rather than keep it for the whole run.

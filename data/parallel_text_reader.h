@@ -16,9 +16,9 @@ struct TextPair {
 
 /// Reads aligned sentence pairs, in order, in chunks (so a 4.5M-pair corpus never has to be in
 /// memory as text). Three layouts:
-/// - two aligned files, one sentence a line, gzip-compressed or not (data/line_reader.h);
+/// - two aligned files, one sentence a line, gzip-compressed or not (text/line_reader.h);
 /// - WMT SGML/XML test sets (.sgm, .sgml, .xml, optionally .gz): the <seg> texts, entities
-///   decoded (read with metrics/segment_reader.h, as `tfm eval` reads them);
+///   decoded (read with text/segment_reader.h, as `tfm eval` reads them);
 /// - one TSV file: source<TAB>target on each line.
 /// Lines are kept as they are (no trimming); cleaning is a separate step (data/cleaning.h).
 /// Errors are std::runtime_error naming the file and line: unreadable or truncated files,

@@ -50,11 +50,4 @@ PreparedSplit prepare_split(ParallelTextReader& reader, const Tokenizer& tokeniz
   return split;
 }
 
-PreparedSplit prepare_split(const std::string& source_path, const std::string& target_path,
-                            const Tokenizer& tokenizer, const PrepareOptions& options) {
-  ParallelTextReader reader = target_path.empty() ? ParallelTextReader::open_tsv(source_path)
-                                                  : ParallelTextReader::open_files(source_path, target_path);
-  return prepare_split(reader, tokenizer, options);
-}
-
 }  // namespace tfm

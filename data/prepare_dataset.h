@@ -30,9 +30,4 @@ struct PreparedSplit {
 /// file and line) and std::invalid_argument for bad options. Logs progress at info level.
 PreparedSplit prepare_split(ParallelTextReader& reader, const Tokenizer& tokenizer, const PrepareOptions& options);
 
-/// The same for two aligned files (gzip and SGML/XML allowed), or, when `target_path` is empty,
-/// one TSV file of source<TAB>target lines.
-PreparedSplit prepare_split(const std::string& source_path, const std::string& target_path,
-                            const Tokenizer& tokenizer, const PrepareOptions& options);
-
 }  // namespace tfm

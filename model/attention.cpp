@@ -86,12 +86,10 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
                                                    torch::Tensor* weights) {
   torch::Tensor context;  // [B, H, T, Dh]
   // The fused kernel (flash or memory-efficient attention) runs on CUDA, where it saves writing
-  // out the [B, H, T, S] scores. On the CPU, LibTorch's flash kernel lost on every count measured:
-  // incremental decoding ran ~20% slower than two small matmuls and a softmax (bench/speed.sh: 76
-  // vs 91 sentences/s on test_2016_flickr), training was no faster (3,083 vs 2,948 tokens/s, within
-  // noise), and its varied scratch buffers fragmented jemalloc's heap so badly that a training
-  // run's resident memory grew by ~10 MB/s (tiny preset, 1.2 GB in two minutes). Both paths
-  // compute the same function (tests/model/attention_test.cpp).
+  // out the [B, H, T, S] scores. On the CPU, LibTorch's flash kernel was slower for incremental
+  // decoding, no faster for training, and fragmented jemalloc's heap until training memory grew
+  // without bound (BENCHMARKS.md, "Speed, second run"). Both paths compute the same function
+  // (tests/model/attention_test.cpp).
   const bool fused = fused_kernels() && q.is_cuda() && weights == nullptr;  // the fused kernel keeps no weights
   if (weights != nullptr) {
     *weights = attention_weights(scorer(q, k), mask);  // [B, H, T, S]

@@ -60,7 +60,7 @@ ModelConfig preset(const std::string& name) {
   if (name == "big") return make(1024, 4096, 16, 6, 0.3);
   // The CPU presets also drop attention weights and feed-forward activations (0.1 each, as
   // fairseq's small Transformers do): at bf16 speed an hour on Multi30k overfits without them
-  // (validation BLEU 40.07 against 39.77, average of the last 5; BENCHMARKS.md, issue 14).
+  // (BENCHMARKS.md, "Quality in an hour").
   if (name == "small" || name == "tiny") {
     ModelConfig config = name == "small" ? make(256, 1024, 4, 3, 0.1) : make(128, 512, 4, 2, 0.1);
     config.attention_dropout = 0.1;

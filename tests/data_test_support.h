@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "data/parallel_dataset.h"
+#include "data/parallel_text_reader.h"
+#include "data/prepare_dataset.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
 #include "tokenizer/tokenizer.h"
@@ -91,6 +93,14 @@ std::string error_of(Action action) {
     return error.what();
   }
   return "";
+}
+
+/// prepare_split over two aligned files, or one TSV file when `target_path` is empty.
+inline PreparedSplit prepare_files(const std::string& source_path, const std::string& target_path,
+                                   const Tokenizer& tokenizer, const PrepareOptions& options) {
+  ParallelTextReader reader = target_path.empty() ? ParallelTextReader::open_tsv(source_path)
+                                                  : ParallelTextReader::open_files(source_path, target_path);
+  return prepare_split(reader, tokenizer, options);
 }
 
 }  // namespace tfm::testing

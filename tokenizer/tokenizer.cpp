@@ -93,8 +93,4 @@ std::string Tokenizer::id_to_piece(int64_t id) const {
   return processor_->IdToPiece(static_cast<int>(id));
 }
 
-int64_t Tokenizer::piece_to_id(std::string_view piece) const {
-  return processor_->PieceToId({piece.data(), piece.size()});
-}
-
 }  // namespace tfm

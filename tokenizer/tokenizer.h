@@ -12,7 +12,7 @@ class SentencePieceProcessor;
 namespace tfm {
 
 /// A SentencePiece subword model (unigram or BPE) with tfm's fixed special ids
-/// (tokenizer/special_ids.h). Copies share the loaded model; all methods are thread-safe.
+/// (text/special_ids.h). Copies share the loaded model; all methods are thread-safe.
 class Tokenizer {
  public:
   /// Loads a `.model` file. Throws std::runtime_error if it cannot be read or parsed,
@@ -30,8 +30,6 @@ class Tokenizer {
 
   int64_t vocab_size() const;
   std::string id_to_piece(int64_t id) const;
-  /// Id of `piece`, or kUnkId when the vocabulary lacks it.
-  int64_t piece_to_id(std::string_view piece) const;
   /// The model file's bytes: what a checkpoint stores so it can translate on its own.
   const std::string& serialized() const { return serialized_; }
 

@@ -61,6 +61,19 @@ python3 -c 'import json,sys; [json.loads(l)["nbest"][1]["score"] for l in open(s
 "$TFM" translate --model "$model" --nbest 2 --beam 2 < "$WORK/data/test.en" > "$WORK/test.nbest" 2>/dev/null
 [ "$(grep -c ' ||| ' "$WORK/test.nbest")" = 40 ] || fail "n-best text: expected 40 'i ||| text ||| score' lines"
 
+# Sampling: the same seed draws the same translations, another seed others; one line per input.
+for seed in 1 1 2; do
+  "$TFM" translate --model "$model" --sampling topk:10 --seed "$seed" < "$WORK/data/test.en" \
+    >> "$WORK/sampled.$seed" 2> "$WORK/sampled.err" || fail "sampling: $(cat "$WORK/sampled.err")"
+done
+[ "$(wc -l < "$WORK/sampled.2")" = 20 ] || fail "sampling: expected 20 lines"
+[ "$(head -20 "$WORK/sampled.1")" = "$(tail -20 "$WORK/sampled.1")" ] || fail "sampling with seed 1 twice differs"
+[ "$(head -20 "$WORK/sampled.1")" != "$(cat "$WORK/sampled.2")" ] || fail "seeds 1 and 2 drew the same 20 translations"
+grep -q "search: sampling among the top 10, temperature 1, seed 2" "$WORK/sampled.err" || fail "sampling is not logged"
+run "$TFM" translate --model "$model" --sampling top:3
+expect_code 2 "--sampling top:3"
+expect_contains "$err" "--sampling top:3: expected none, topk:K (K >= 1) or topp:P (0 < P <= 1)" "bad --sampling"
+
 # Streaming: a line written to a pipe that stays open is answered at once.
 mkfifo "$WORK/fifo"
 "$TFM" translate --model "$model" < "$WORK/fifo" > "$WORK/stream.out" 2>/dev/null &

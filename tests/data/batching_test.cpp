@@ -135,7 +135,7 @@ TEST(BatchingMulti30k, PaddingEfficiencyAtLeastNinetyPercent) {
   trainer.vocab_size = 8000;
   const Tokenizer tokenizer = Tokenizer::from_serialized(train_tokenizer(trainer));
   const PreparedSplit split =
-      prepare_split((dir / "train.en.gz").string(), (dir / "train.de.gz").string(), tokenizer, PrepareOptions{});
+      testing::prepare_files((dir / "train.en.gz").string(), (dir / "train.de.gz").string(), tokenizer, PrepareOptions{});
   BatchingOptions options;
   options.max_tokens = 4096;
   for (const int64_t epoch : {1, 2}) {

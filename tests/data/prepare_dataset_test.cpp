@@ -38,7 +38,7 @@ PrepareOptions strict_options() {
 TEST(PrepareDataset, KeepsCleanPairsInOrderAndCountsEachDroppedOne) {
   const DirtyCorpus corpus;
   const Tokenizer& tokenizer = testing::parallel_tokenizer();
-  const PreparedSplit split = prepare_split(corpus.source_path, corpus.target_path, tokenizer, strict_options());
+  const PreparedSplit split = testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
   EXPECT_EQ(split.report.read, 504);
   EXPECT_EQ(split.report.empty, 2);      // "" and "   "
   EXPECT_EQ(split.report.too_long, 1);   // 480 subwords with --max-len 40
@@ -56,7 +56,7 @@ TEST(PrepareDataset, KeepsCleanPairsInOrderAndCountsEachDroppedOne) {
 TEST(PrepareDataset, OverLongPairIsFilteredSoBatchingNeverSeesIt) {
   const DirtyCorpus corpus;
   const PreparedSplit split =
-      prepare_split(corpus.source_path, corpus.target_path, testing::parallel_tokenizer(), strict_options());
+      testing::prepare_files(corpus.source_path, corpus.target_path, testing::parallel_tokenizer(), strict_options());
   BatchingOptions batching;
   batching.max_tokens = 64;  // far below the dropped 480-subword pair
   const auto batches = make_batches(split.data, batching, 1);
@@ -71,8 +71,8 @@ TEST(PrepareDataset, TsvGivesTheSameDatasetAsTwoFiles) {
   for (size_t i = 0; i < corpus.source.size(); ++i) lines.push_back(corpus.source[i] + "\t" + corpus.target[i]);
   testing::write_lines(corpus.dir / "train.tsv.gz", lines);
   const Tokenizer& tokenizer = testing::parallel_tokenizer();
-  const auto from_files = prepare_split(corpus.source_path, corpus.target_path, tokenizer, strict_options());
-  const auto from_tsv = prepare_split((corpus.dir / "train.tsv.gz").string(), "", tokenizer, strict_options());
+  const auto from_files = testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
+  const auto from_tsv = testing::prepare_files((corpus.dir / "train.tsv.gz").string(), "", tokenizer, strict_options());
   EXPECT_EQ(from_tsv.data.source.tokens, from_files.data.source.tokens);
   EXPECT_EQ(from_tsv.data.target.offsets, from_files.data.target.offsets);
   EXPECT_EQ(from_tsv.report.kept, from_files.report.kept);
@@ -81,11 +81,11 @@ TEST(PrepareDataset, TsvGivesTheSameDatasetAsTwoFiles) {
 TEST(PrepareDataset, PreparedDirectoryDecodesBackToTheTokenizedTextExactly) {
   const DirtyCorpus corpus;
   const Tokenizer& tokenizer = testing::parallel_tokenizer();
-  const PreparedSplit train = prepare_split(corpus.source_path, corpus.target_path, tokenizer, strict_options());
+  const PreparedSplit train = testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
   const auto [valid_en, valid_de] = testing::parallel_sentences(30);
   testing::write_lines(corpus.dir / "valid.en", valid_en);
   testing::write_lines(corpus.dir / "valid.de", valid_de);
-  const PreparedSplit valid = prepare_split((corpus.dir / "valid.en").string(), (corpus.dir / "valid.de").string(),
+  const PreparedSplit valid = testing::prepare_files((corpus.dir / "valid.en").string(), (corpus.dir / "valid.de").string(),
                                             tokenizer, strict_options());
   const std::string out = (corpus.dir / "prepared").string();
   save_prepared(out, tokenizer, train.data, &valid.data);
@@ -110,7 +110,7 @@ TEST(PrepareDataset, ReaderErrorsPassThrough) {
   testing::TempDir dir;
   testing::write_lines(dir / "a.en", {"x", "y"});
   testing::write_lines(dir / "a.de", {"x"});
-  EXPECT_THROW(prepare_split((dir / "a.en").string(), (dir / "a.de").string(), testing::parallel_tokenizer(), {}),
+  EXPECT_THROW(testing::prepare_files((dir / "a.en").string(), (dir / "a.de").string(), testing::parallel_tokenizer(), {}),
                std::runtime_error);
 }
 
