@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "decode/attention_probe.h"
+#include "translation/translator.h"
 #include "viz/attention_page.h"
 
 namespace tfm {

@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "decode/translator.h"
+#include "translation/translator.h"
 
 namespace tfm {
 

@@ -16,7 +16,7 @@
 #include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
-#include "decode/translator.h"
+#include "translation/translator.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/score_report.h"

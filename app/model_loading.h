@@ -6,7 +6,7 @@
 
 #include "app/decoding_options.h"
 #include "app/runtime_options.h"
-#include "decode/translator.h"
+#include "translation/translator.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 

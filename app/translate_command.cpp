@@ -17,7 +17,7 @@
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "text/line_stream.h"
-#include "decode/translator.h"
+#include "translation/translator.h"
 
 namespace tfm {
 namespace {
@@ -130,8 +130,8 @@ void run_translate(const TranslateOptions& options) {
         if (!options.alignment.empty()) {
           alignment.emplace();
           if (attention) {
-            alignment->hard = hard_alignment(*attention, options.alignment_layer);
-            if (options.alignment == "soft") alignment->soft = soft_alignment(*attention, options.alignment_layer);
+            alignment->hard = hard_alignment(attention->maps, options.alignment_layer);
+            if (options.alignment == "soft") alignment->soft = soft_alignment(attention->maps, options.alignment_layer);
           }
         }
       }

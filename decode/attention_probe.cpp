@@ -17,17 +17,11 @@ std::vector<torch::Tensor> first_of_batch(const std::vector<torch::Tensor>& laye
 
 }  // namespace
 
-SentenceAttention probe_attention(Transformer& model, const Tokenizer& tokenizer,
-                                  const std::vector<int64_t>& source_ids,
-                                  const std::vector<int64_t>& hypothesis_ids, const torch::Device& device) {
-  SentenceAttention result;
+AttentionMaps probe_attention(Transformer& model, const std::vector<int64_t>& source_ids,
+                              const std::vector<int64_t>& hypothesis_ids, const torch::Device& device) {
   std::vector<int64_t> source = source_ids, target_in{kBosId};
   source.push_back(kEosId);
   target_in.insert(target_in.end(), hypothesis_ids.begin(), hypothesis_ids.end());
-  for (const int64_t id : source) result.source_pieces.push_back(tokenizer.id_to_piece(id));
-  for (const int64_t id : target_in) result.target_inputs.push_back(tokenizer.id_to_piece(id));
-  for (const int64_t id : hypothesis_ids) result.target_outputs.push_back(tokenizer.id_to_piece(id));
-  result.target_outputs.push_back(tokenizer.id_to_piece(kEosId));
 
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
@@ -38,9 +32,10 @@ SentenceAttention probe_attention(Transformer& model, const Tokenizer& tokenizer
   AttentionMaps maps;
   model->forward(as_row(source), as_row(target_in), &maps);
   model->train(was_training);
-  result.maps.encoder_self = first_of_batch(maps.encoder_self);
-  result.maps.decoder_self = first_of_batch(maps.decoder_self);
-  result.maps.cross = first_of_batch(maps.cross);
+  AttentionMaps result;
+  result.encoder_self = first_of_batch(maps.encoder_self);
+  result.decoder_self = first_of_batch(maps.decoder_self);
+  result.cross = first_of_batch(maps.cross);
   return result;
 }
 
@@ -49,14 +44,14 @@ int64_t resolve_layer(int64_t layer, int64_t layers) {
   return std::clamp<int64_t>(index, 0, layers - 1);
 }
 
-torch::Tensor soft_alignment(const SentenceAttention& attention, int64_t layer) {
-  const auto& cross = attention.maps.cross.at(static_cast<size_t>(resolve_layer(layer, attention.maps.cross.size())));
+torch::Tensor soft_alignment(const AttentionMaps& maps, int64_t layer) {
+  const auto& cross = maps.cross.at(static_cast<size_t>(resolve_layer(layer, static_cast<int64_t>(maps.cross.size()))));
   // [H, T, S] -> [T-1, S-1]: without the </s> row (predicted after the last subword) and column
   return cross.mean(0).slice(0, 0, cross.size(1) - 1).slice(1, 0, cross.size(2) - 1);
 }
 
-std::vector<int64_t> hard_alignment(const SentenceAttention& attention, int64_t layer) {
-  const auto soft = soft_alignment(attention, layer);  // [T-1, S-1]
+std::vector<int64_t> hard_alignment(const AttentionMaps& maps, int64_t layer) {
+  const auto soft = soft_alignment(maps, layer);  // [T-1, S-1]
   std::vector<int64_t> links(static_cast<size_t>(soft.size(0)), -1);
   if (soft.size(1) == 0) return links;
   const auto best = soft.argmax(1);

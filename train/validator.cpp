@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "data/batching.h"
-#include "decode/translator.h"
+#include "translation/translator.h"
 #include "metrics/bleu.h"
 #include "model/loss.h"
 #include "runtime/errors.h"

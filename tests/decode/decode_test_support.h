@@ -1,6 +1,5 @@
 #pragma once
-// Shared by the decoding tests: a tokenizer small enough to train in a test, untrained models
-// and source batches.
+// Shared by the decoding tests: untrained models and source batches.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -10,24 +9,8 @@
 #include "model/transformer.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_trainer.h"
 
 namespace tfm::testing {
-
-/// A 25-piece tokenizer trained on a few English and German number phrases ("one cats .",
-/// "drei Hunde ."): enough for untrained models that check plumbing, not translation quality.
-inline Tokenizer number_phrase_tokenizer() {
-  TempDir dir;
-  std::string text;
-  const char* words[] = {"one", "two", "three", "cats", "dogs", "und", "Katzen", "Hunde", "drei", "zwei"};
-  for (int i = 0; i < 400; ++i) text += std::string(words[i % 10]) + " " + words[(i * 7) % 10] + " .\n";
-  write_text(dir / "corpus.txt", text);
-  TokenizerTrainOptions options;
-  options.inputs = {(dir / "corpus.txt").string()};
-  options.vocab_size = 25;
-  return Tokenizer::from_serialized(train_tokenizer(options));
-}
 
 /// An untrained model with sharp distributions over `vocab` tokens.
 inline Transformer random_model(int64_t vocab, int64_t seed) {

@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "data/batching.h"
-#include "decode/translator.h"
+#include "translation/translator.h"
 #include "model/model_file.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"

@@ -1,4 +1,4 @@
-#include "decode/translator.h"
+#include "translation/translator.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "runtime/errors.h"
-#include "tests/decode/decode_test_support.h"
+#include "tests/translation/translation_test_support.h"
 #include "tests/test_support.h"
 
 namespace tfm {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "decode/translator.h"
+#include "translation/translator.h"
 #include "model/masks.h"
-#include "tests/decode/decode_test_support.h"
+#include "tests/translation/translation_test_support.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
@@ -54,7 +54,8 @@ struct Probed {
   Transformer model = small_model(tokenizer.vocab_size());
   std::vector<int64_t> source = tokenizer.encode("two cats und three dogs .");
   std::vector<int64_t> hypothesis = tokenizer.encode("zwei Katzen drei");
-  SentenceAttention attention = probe_attention(model, tokenizer, source, hypothesis, torch::kCPU);
+  SentenceAttention attention =
+      labelled_attention(tokenizer, source, hypothesis, probe_attention(model, source, hypothesis, torch::kCPU));
 };
 
 TEST(AttentionProbe, ShapesAndLabelsFollowTheSentencePair) {
@@ -123,21 +124,18 @@ TEST(AttentionProbe, TheTranslatorProbesTheHypothesisItDecoded) {
   EXPECT_EQ(translations[0].source_ids, p.source);
   ASSERT_EQ(attention.target_outputs.size(), best.pieces.size() + 1);
   for (size_t i = 0; i < best.pieces.size(); ++i) EXPECT_EQ(attention.target_outputs[i], best.pieces[i]);
-  const auto direct = probe_attention(p.model, p.tokenizer, p.source, best.ids, torch::kCPU);
-  for (size_t l = 0; l < direct.maps.cross.size(); ++l) {
-    EXPECT_TENSOR_NEAR(attention.maps.cross[l], direct.maps.cross[l], 1e-6);
-  }
+  const auto direct = probe_attention(p.model, p.source, best.ids, torch::kCPU);
+  for (size_t l = 0; l < direct.cross.size(); ++l) EXPECT_TENSOR_NEAR(attention.maps.cross[l], direct.cross[l], 1e-6);
 }
 
 TEST(Alignment, EachTargetSubwordLinksToItsMostAttendedSourceSubword) {
-  SentenceAttention a;
-  a.source_pieces = {"a", "b", "c", "</s>"};
-  a.target_outputs = {"x", "y", "</s>"};
+  // Source "a b c </s>", hypothesis "x y </s>".
+  AttentionMaps a;
   // Layer 0 says x->c, y->a; layer 1 says x->b, y->b; </s> column and row never count.
   const auto layer0 = torch::tensor({{0.1f, 0.2f, 0.6f, 0.1f}, {0.5f, 0.1f, 0.1f, 0.3f}, {0.f, 0.f, 0.f, 1.f}});
   const auto layer1 = torch::tensor({{0.1f, 0.5f, 0.1f, 0.3f}, {0.2f, 0.4f, 0.1f, 0.3f}, {0.9f, 0.f, 0.f, 0.1f}});
   // Two heads each: averaging the same head twice leaves the layer's weights.
-  a.maps.cross = {torch::stack({layer0, layer0}), torch::stack({layer1, layer1})};
+  a.cross = {torch::stack({layer0, layer0}), torch::stack({layer1, layer1})};
   EXPECT_EQ(hard_alignment(a, 0), (std::vector<int64_t>{2, 0}));
   EXPECT_EQ(hard_alignment(a, -1), (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(hard_alignment(a, -2), (std::vector<int64_t>{2, 0}));  // last but one

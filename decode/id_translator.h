@@ -1,16 +1,15 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include <torch/types.h>
 
 #include "decode/attention_probe.h"
+#include "decode/hypothesis.h"
 #include "decode/search_strategy.h"
 #include "model/transformer.h"
 #include "runtime/precision.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tfm {
 
@@ -25,50 +24,43 @@ struct TranslatorOptions {
 
 void validate(const TranslatorOptions& options);
 
-/// One alternative translation of a sentence.
-struct Candidate {
-  std::string text;
-  std::vector<std::string> pieces;
-  std::vector<int64_t> ids;  // the subword ids of `pieces` (no </s>)
-  double score = 0.0;  // log-probability / length penalty
-};
-
-struct Translation {
-  std::vector<Candidate> nbest;  // best first; empty for an empty input line
-  bool truncated = false;        // the input was longer than Translator::source_limit()
+/// One sentence's translation, as ids.
+struct IdTranslation {
+  std::vector<Hypothesis> nbest;    // best first; empty for an empty source
+  bool truncated = false;           // the source was longer than IdTranslator::source_limit()
   std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
-  const std::string& text() const;
 };
 
-/// Raw text in, detokenized text out: tokenizes, sorts by length, batches by token count,
-/// runs beam search on one model or an ensemble, and restores the input order.
-class Translator {
+/// Ids in, ids and scores out (CTranslate2's Translator over tokens; text stays a layer up, in
+/// translation/): truncates each source to what the models can read, sorts by length, batches
+/// by padded source tokens, runs the search strategy on one model or an ensemble, and returns
+/// the results in the order given.
+class IdTranslator {
  public:
   /// Models already on `device` in the precision asked for are used as they are; any other is
   /// copied, and the copy moved, converted (bf16/fp16) and, with quantize_int8, packed as int8. A
   /// model the caller still holds (the trainer's, validated during training) keeps its weights,
   /// dtype and device; translate() runs in evaluation mode and restores the mode it found.
-  Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
-             const torch::Device& device);
+  IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options, const torch::Device& device);
 
-  /// One Translation per line, in the order given.
-  std::vector<Translation> translate(const std::vector<std::string>& lines);
+  /// One IdTranslation per source (subword ids without </s>), in the order given.
+  std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources);
 
-  /// The attention weights of the first model (an ensemble's members each have their own) over
-  /// a translated line's candidate, as it computes them for that hypothesis.
-  SentenceAttention attention(const Translation& translation, size_t candidate = 0);
+  /// The first model's attention (an ensemble's members each have their own) over a source and
+  /// one of its hypotheses (ids without </s>), as it computed them decoding.
+  AttentionMaps attention(const std::vector<int64_t>& source_ids, const std::vector<int64_t>& hypothesis_ids);
 
-  int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
-  /// The longest input read, in subwords: --max-source-len, or less where a model with learned
-  /// positions cannot place more. Longer inputs are truncated to it and flagged.
+  int64_t vocab_size() const;
+  /// The longest source read, in subwords: max_source_len, or less where a model with learned
+  /// positions cannot place more. Longer sources are truncated to it and flagged.
   int64_t source_limit() const { return source_limit_; }
+  int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
 
  private:
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
-                       std::vector<Translation>& out);
+                       std::vector<IdTranslation>& out);
 
   std::vector<Transformer> models_;
-  Tokenizer tokenizer_;
   TranslatorOptions options_;
   torch::Device device_;
   int64_t source_limit_ = 0;

@@ -1,4 +1,4 @@
-#include "decode/translator.h"
+#include "decode/id_translator.h"
 
 #include <algorithm>
 #include <numeric>
@@ -14,8 +14,6 @@
 
 namespace tfm {
 namespace {
-
-const std::string kEmpty;
 
 std::unique_ptr<Scorer> make_scorer(const std::vector<Transformer>& models) {
   if (models.size() == 1) return std::make_unique<TransformerScorer>(models.front());
@@ -102,17 +100,17 @@ void validate(const TranslatorOptions& options) {
   }
 }
 
-const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
-
-Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
-                       const torch::Device& device)
-    : models_(std::move(models)), tokenizer_(std::move(tokenizer)), options_(options), device_(device) {
+IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options,
+                           const torch::Device& device)
+    : models_(std::move(models)), options_(options), device_(device) {
   validate(options_);
   check_supported(options_.precision, device_);
+  if (models_.empty()) throw std::invalid_argument("no model to translate with");
   for (auto& model : models_) {
-    if (model->config().vocab_size != tokenizer_.vocab_size()) {
-      throw std::invalid_argument("model vocabulary " + std::to_string(model->config().vocab_size) +
-                                  " != tokenizer vocabulary " + std::to_string(tokenizer_.vocab_size()));
+    if (model->config().vocab_size != models_.front()->config().vocab_size) {
+      throw std::invalid_argument("ensemble members must share one vocabulary (" +
+                                  std::to_string(model->config().vocab_size) + " != " +
+                                  std::to_string(models_.front()->config().vocab_size) + ")");
     }
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
     model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8);
@@ -131,14 +129,14 @@ Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, con
   search_ = make_search_strategy(options_.search);
 }
 
-std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
+int64_t IdTranslator::vocab_size() const { return models_.front()->config().vocab_size; }
+
+std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources) {
   torch::InferenceMode inference;
   const EvalModeGuard eval_mode(models_);
-  std::vector<Translation> out(lines.size());
-  std::vector<std::vector<int64_t>> sources(lines.size());
+  std::vector<IdTranslation> out(sources.size());
   std::vector<size_t> order;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    sources[i] = tokenizer_.encode(lines[i]);
+  for (size_t i = 0; i < sources.size(); ++i) {
     if (static_cast<int64_t>(sources[i].size()) > source_limit_) {
       sources[i].resize(static_cast<size_t>(source_limit_));
       out[i].truncated = true;
@@ -149,19 +147,18 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, out);
-  for (size_t i = 0; i < lines.size(); ++i) out[i].source_ids = std::move(sources[i]);
+  for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
   return out;
 }
 
-SentenceAttention Translator::attention(const Translation& translation, size_t candidate) {
-  if (candidate >= translation.nbest.size()) throw std::out_of_range("Translator::attention: no such candidate");
+AttentionMaps IdTranslator::attention(const std::vector<int64_t>& source_ids,
+                                      const std::vector<int64_t>& hypothesis_ids) {
   torch::InferenceMode inference;
-  return probe_attention(models_.front(), tokenizer_, translation.source_ids, translation.nbest[candidate].ids,
-                         device_);
+  return probe_attention(models_.front(), source_ids, hypothesis_ids, device_);
 }
 
-void Translator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
-                                 std::vector<Translation>& out) {
+void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
+                                   std::vector<IdTranslation>& out) {
   const auto batch = static_cast<int64_t>(rows.size());
   int64_t longest = 0;
   for (const size_t row : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(sources[row].size()) + 1);
@@ -180,19 +177,11 @@ void Translator::translate_batch(const std::vector<std::vector<int64_t>>& source
            " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " +
            std::to_string(options_.search.beam) + ")";
   };
-  const auto results = naming_batch_on_out_of_memory(
+  auto results = naming_batch_on_out_of_memory(
       describe_batch, [&] { return search_->search(*scorer, source.to(device_), lengths); });
   for (int64_t b = 0; b < batch; ++b) {
-    auto& translation = out[rows[b]];
-    for (const auto& hypothesis : results[b]) {
-      Candidate candidate;
-      candidate.text = tokenizer_.decode(hypothesis.tokens);
-      for (const int64_t id : hypothesis.tokens) candidate.pieces.push_back(tokenizer_.id_to_piece(id));
-      candidate.ids = hypothesis.tokens;
-      candidate.score = hypothesis.score;
-      translation.nbest.push_back(std::move(candidate));
-    }
     if (!results[b].empty()) target_tokens_ += static_cast<int64_t>(results[b].front().tokens.size());
+    out[rows[b]].nbest = std::move(results[b]);
   }
 }
 
