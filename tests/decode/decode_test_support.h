@@ -12,15 +12,21 @@
 
 namespace tfm::testing {
 
-/// An untrained model with sharp distributions over `vocab` tokens.
-inline Transformer random_model(int64_t vocab, int64_t seed) {
+/// A model config small enough for any test: d_model 16, d_ff 32, 2 heads.
+inline ModelConfig tiny_config(int64_t vocab, int64_t encoder_layers, int64_t decoder_layers) {
   ModelConfig config;
   config.vocab_size = vocab;
   config.d_model = 16;
   config.d_ff = 32;
   config.heads = 2;
-  config.encoder_layers = 1;
-  config.decoder_layers = 2;
+  config.encoder_layers = encoder_layers;
+  config.decoder_layers = decoder_layers;
+  return config;
+}
+
+/// An untrained model with sharp distributions over `vocab` tokens.
+inline Transformer random_model(int64_t vocab, int64_t seed) {
+  const ModelConfig config = tiny_config(vocab, 1, 2);
   torch::manual_seed(seed);
   Transformer model(config);
   model->eval();

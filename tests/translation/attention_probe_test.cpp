@@ -8,6 +8,7 @@
 
 #include "translation/translator.h"
 #include "model/masks.h"
+#include "tests/decode/decode_test_support.h"
 #include "tests/translation/translation_test_support.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
@@ -17,15 +18,8 @@ namespace tfm {
 namespace {
 
 Transformer small_model(int64_t vocab) {
-  ModelConfig config;
-  config.vocab_size = vocab;
-  config.d_model = 16;
-  config.d_ff = 32;
-  config.heads = 2;
-  config.encoder_layers = 2;
-  config.decoder_layers = 3;
   torch::manual_seed(11);
-  Transformer model(config);
+  Transformer model(testing::tiny_config(vocab, 2, 3));
   model->eval();
   return model;
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/errors.h"
+#include "tests/decode/decode_test_support.h"
 #include "tests/translation/translation_test_support.h"
 #include "tests/test_support.h"
 
@@ -20,15 +21,8 @@ struct Fixture {
   Fixture() : tokenizer(testing::number_phrase_tokenizer()), model(make_model(tokenizer.vocab_size())) {}
 
   static Transformer make_model(int64_t vocab) {
-    ModelConfig config;
-    config.vocab_size = vocab;
-    config.d_model = 16;
-    config.d_ff = 32;
-    config.heads = 2;
-    config.encoder_layers = 1;
-    config.decoder_layers = 1;
     torch::manual_seed(5);
-    return Transformer(config);
+    return Transformer(testing::tiny_config(vocab, 1, 1));
   }
   Tokenizer tokenizer;
   Transformer model;
