@@ -87,8 +87,21 @@ torch::Tensor bytes_to_tensor(const std::string& bytes) {
   return tensor;
 }
 
-std::string tensor_to_bytes(const torch::Tensor& tensor) {
+/// Throws std::runtime_error naming `what` unless `tensor`'s storage holds every element its shape
+/// claims: a damaged archive can pair a shape with a smaller storage, or with none (a null data
+/// pointer, which reading would dereference).
+void check_storage(const torch::Tensor& tensor, const std::string& what) {
+  if (tensor.numel() == 0) return;
+  const bool held = tensor.has_storage() && tensor.data_ptr() != nullptr &&
+                    tensor.storage().nbytes() >=
+                        static_cast<size_t>((tensor.storage_offset() + tensor.numel()) * tensor.element_size());
+  if (!held) throw std::runtime_error(what + " is damaged (its storage is smaller than its shape)");
+}
+
+std::string tensor_to_bytes(const torch::Tensor& tensor, const std::string& what) {
+  check_storage(tensor, what);
   const auto cpu = tensor.to(torch::kCPU).contiguous();
+  if (cpu.numel() == 0) return {};
   return std::string(static_cast<const char*>(cpu.data_ptr()), static_cast<size_t>(cpu.numel()));
 }
 
@@ -170,6 +183,7 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
       throw std::runtime_error(origin + ": tensor " + name + " has shape " + shape_string(stored.sizes()) +
                                ", the model built from its config expects " + shape_string(tensor.sizes()));
     }
+    check_storage(stored, origin + ": tensor " + name);
     // Files written before checksums existed have none; every file written since has one per tensor.
     if (!checksums.is_null() && (!checksums.contains(name) || !checksums[name].is_number_integer() ||
                                  checksums[name].get<int64_t>() != static_cast<int64_t>(tensor_crc32(stored)))) {
@@ -225,7 +239,7 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
   if (!archive.try_read("tokenizer", tokenizer) || tokenizer.scalar_type() != torch::kUInt8 || tokenizer.dim() != 1) {
     throw std::runtime_error(origin + ": not a tfm model file (no tokenizer)");
   }
-  loaded.tokenizer_proto = tensor_to_bytes(tokenizer);
+  loaded.tokenizer_proto = tensor_to_bytes(tokenizer, origin + ": the tokenizer");
   loaded.model = Transformer(loaded.config);
   torch::serialize::InputArchive weights;
   if (!archive.try_read("weights", weights)) throw std::runtime_error(origin + ": no weights");
