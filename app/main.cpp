@@ -9,6 +9,7 @@
 #include "app/command.h"
 #include "app/error_report.h"
 #include "app/exit_codes.h"
+#include "app/flag_names.h"
 #include "runtime/capabilities.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
@@ -52,6 +53,7 @@ int fail(const CLI::App& app, int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   tfm::bound_onednn_primitive_cache();  // before anything reaches LibTorch's kernels
+  tfm::spell_options_as_flags();
   CLI::App app{"tfm: Transformer neural machine translation (Vaswani et al., 2017) on LibTorch", "tfm"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { auto text = tfm::describe(tfm::probe_capabilities()); text.pop_back(); return text; },

@@ -6,14 +6,16 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 void validate(const CleaningOptions& options) {
   if (options.max_len < 1) {
-    throw std::invalid_argument("--max-len " + std::to_string(options.max_len) + ": must be at least 1");
+    throw std::invalid_argument(option_name("max_len") + " " + std::to_string(options.max_len) + ": must be at least 1");
   }
   if (!(options.max_len_ratio == 0.0 || options.max_len_ratio >= 1.0)) {
-    throw std::invalid_argument("--max-len-ratio " + std::to_string(options.max_len_ratio) +
+    throw std::invalid_argument(option_name("max_len_ratio") + " " + std::to_string(options.max_len_ratio) +
                                 ": must be at least 1 (or 0 for no limit)");
   }
 }
@@ -52,8 +54,8 @@ void CleaningReport::count(CleaningRule rule) {
 std::string CleaningReport::summary(const CleaningOptions& options) const {
   std::ostringstream text;
   text << read << " pairs read, " << kept << " kept; dropped: " << empty << " with an empty side, " << too_long
-       << " longer than --max-len " << options.max_len << " subwords, " << bad_ratio
-       << " with a length ratio above --max-len-ratio ";
+       << " longer than " + option_name("max_len") + " " << options.max_len << " subwords, " << bad_ratio
+       << " with a length ratio above " + option_name("max_len_ratio") + " ";
   if (options.max_len_ratio > 0.0) {
     text << options.max_len_ratio;
   } else {

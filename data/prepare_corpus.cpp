@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "text/option_names.h"
+
 
 namespace fs = std::filesystem;
 
@@ -84,7 +86,7 @@ PreparedSplit prepare_corpus_split(const CorpusFiles& files, const std::string& 
   PreparedSplit split = prepare_split(reader, tokenizer, options);
   log_report(name, split.report, options.cleaning);
   if (split.data.size() == 0) {
-    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and --max-len)");
+    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " + option_name("max_len") + ")");
   }
   return split;
 }

@@ -10,6 +10,7 @@
 #include "decode/scorer.h"
 #include "model/linear.h"
 #include "runtime/errors.h"
+#include "text/option_names.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -92,11 +93,11 @@ class EvalModeGuard {
 
 void validate(const TranslatorOptions& options) {
   validate(options.search);
-  if (options.max_tokens < 1) throw std::invalid_argument("--max-tokens must be >= 1");
-  if (options.batch_size < 0) throw std::invalid_argument("--batch-size must be >= 0");
-  if (options.max_source_len < 1) throw std::invalid_argument("--max-source-len must be >= 1");
+  if (options.max_tokens < 1) throw std::invalid_argument(option_name("max_tokens") + " must be >= 1");
+  if (options.batch_size < 0) throw std::invalid_argument(option_name("batch_size") + " must be >= 0");
+  if (options.max_source_len < 1) throw std::invalid_argument(option_name("max_source_len") + " must be >= 1");
   if (options.quantize_int8 && options.precision != Precision::kFloat32) {
-    throw std::invalid_argument("--quantize int8 computes from float32 weights: use it with --dtype float32");
+    throw std::invalid_argument(option_name("quantize") + " int8 computes from float32 weights: use it with " + option_name("dtype") + " float32");
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "dist/backend_factory.h"
 #include "runtime/errors.h"
+#include "text/option_names.h"
 
 namespace tfm {
 
@@ -22,7 +23,7 @@ DistributedGroup::DistributedGroup(const TorchrunEnv& env, const std::string& ba
     : rank_(env.rank), size_(env.world_size), backend_name_(backend), timeout_(timeout),
       backend_(std::make_unique<Backend>()) {
   if (backend != "gloo" && backend != "nccl") {
-    throw std::invalid_argument("--dist-backend " + backend + ": expected gloo or nccl");
+    throw std::invalid_argument(option_name("dist_backend") + " " + backend + ": expected gloo or nccl");
   }
   try {
     // torchrun's contract: rank 0 serves the store at MASTER_ADDR:MASTER_PORT and waits for the
@@ -44,7 +45,7 @@ DistributedGroup::DistributedGroup(const TorchrunEnv& env, const std::string& ba
   } catch (const std::exception& error) {
     throw DistributedError("rank " + std::to_string(rank_) + ": cannot join the " + std::to_string(size_) +
                            "-process group at " + env.master_addr + ":" + std::to_string(env.master_port) +
-                           " within --dist-timeout: " + message_of(error));
+                           " within " + option_name("dist_timeout") + ": " + message_of(error));
   }
   spdlog::info("distributed: rank {} of {}, {} backend, rendezvous at {}:{}", rank_, size_, backend,
                env.master_addr, env.master_port);
@@ -54,7 +55,7 @@ DistributedGroup::~DistributedGroup() = default;
 
 void DistributedGroup::fail(const char* what, const std::exception& error) const {
   throw DistributedError("rank " + std::to_string(rank_) + ": " + what + " failed (another rank exited, or " +
-                         "none answered within --dist-timeout " + std::to_string(timeout_.count() / 1000) +
+                         "none answered within " + option_name("dist_timeout") + " " + std::to_string(timeout_.count() / 1000) +
                          " s): " + message_of(error));
 }
 

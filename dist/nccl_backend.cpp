@@ -7,6 +7,7 @@
 
 #include "dist/backend_factory.h"
 #include "runtime/cuda_library.h"
+#include "text/option_names.h"
 
 namespace tfm {
 namespace {
@@ -23,15 +24,15 @@ std::filesystem::path plugin_path() {
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                     int size, std::chrono::milliseconds timeout) {
   const auto& cuda = load_cuda_library();  // the plugin links libtorch_cuda: LibTorch's CUDA half first
-  if (!cuda.loaded) throw std::invalid_argument("--dist-backend nccl needs CUDA: " + cuda.reason);
+  if (!cuda.loaded) throw std::invalid_argument(option_name("dist_backend") + " nccl needs CUDA: " + cuda.reason);
   const auto path = plugin_path();
   void* plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (plugin == nullptr) {
     const char* why = dlerror();
-    throw std::invalid_argument("--dist-backend nccl: cannot load " + path.string() + ": " +
+    throw std::invalid_argument(option_name("dist_backend") + " nccl: cannot load " + path.string() + ": " +
                                 (why != nullptr ? why : "?") +
                                 " (it is built when CMake finds the CUDA toolkit and NCCL's headers: "
-                                "scripts/bootstrap --full, then rebuild)");
+                                "scripts/bootstrap --full, then rebuild)");  // NOLINT(flag-name): the script's flag
   }
   const auto make = reinterpret_cast<MakeBackendFunction>(dlsym(plugin, kNcclPluginSymbol));
   if (make == nullptr) throw std::runtime_error(path.string() + ": no " + kNcclPluginSymbol + " (stale build?)");

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "text/option_names.h"
 #include "text/unicode_text.h"
 
 namespace tfm {
@@ -54,7 +55,7 @@ SmoothMethod parse_smooth_method(const std::string& name) {
   if (name == "floor") return SmoothMethod::kFloor;
   if (name == "add-k") return SmoothMethod::kAddK;
   if (name == "none") return SmoothMethod::kNone;
-  throw std::invalid_argument("--smooth-method " + name + ": unknown method (use exp, floor, add-k or none)");
+  throw std::invalid_argument(option_name("smooth_method") + " " + name + ": unknown method (use exp, floor, add-k or none)");
 }
 
 std::string smooth_method_name(SmoothMethod method) {
@@ -71,11 +72,11 @@ void validate(const BleuOptions& options) {
   if (!options.smooth_value) return;
   const double value = *options.smooth_value;
   if (options.smooth_method != SmoothMethod::kFloor && options.smooth_method != SmoothMethod::kAddK) {
-    throw std::invalid_argument("--smooth-value applies to --smooth-method floor or add-k only, not " +
+    throw std::invalid_argument(option_name("smooth_value") + " applies to " + option_name("smooth_method") + " floor or add-k only, not " +
                                 smooth_method_name(options.smooth_method));
   }
   if (!std::isfinite(value) || value < 0.0) {
-    throw std::invalid_argument("--smooth-value " + std::to_string(value) + ": must be a number >= 0");
+    throw std::invalid_argument(option_name("smooth_value") + " " + std::to_string(value) + ": must be a number >= 0");
   }
 }
 

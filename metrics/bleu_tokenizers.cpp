@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "text/option_names.h"
 #include "text/unicode_text.h"
 
 namespace tfm {
@@ -98,7 +99,7 @@ BleuTokenizer parse_bleu_tokenizer(const std::string& name) {
   if (name == "intl") return BleuTokenizer::kIntl;
   if (name == "char") return BleuTokenizer::kChar;
   if (name == "none") return BleuTokenizer::kNone;
-  throw std::invalid_argument("--tokenize " + name + ": unknown tokenizer (use 13a, intl, char or none)");
+  throw std::invalid_argument(option_name("tokenize") + " " + name + ": unknown tokenizer (use 13a, intl, char or none)");
 }
 
 std::string tokenizer_name(BleuTokenizer tokenizer) {

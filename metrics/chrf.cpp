@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "text/option_names.h"
 #include "text/unicode_text.h"
 
 namespace tfm {
@@ -93,14 +94,14 @@ ChrfOrderStats match_stats(const NgramCounts& hyp, const NgramCounts& ref) {
 
 void validate(const ChrfOptions& options) {
   if (options.char_order < 1 || options.char_order > kMaxCharOrder) {
-    throw std::invalid_argument("--chrf-char-order " + std::to_string(options.char_order) + ": must be 1.." +
+    throw std::invalid_argument(option_name("chrf_char_order") + " " + std::to_string(options.char_order) + ": must be 1.." +
                                 std::to_string(kMaxCharOrder));
   }
   if (options.word_order < 0 || options.word_order > kMaxWordOrder) {
-    throw std::invalid_argument("--chrf-word-order " + std::to_string(options.word_order) + ": must be 0.." +
+    throw std::invalid_argument(option_name("chrf_word_order") + " " + std::to_string(options.word_order) + ": must be 0.." +
                                 std::to_string(kMaxWordOrder) + " (2 gives chrF++)");
   }
-  if (options.beta < 0) throw std::invalid_argument("--chrf-beta " + std::to_string(options.beta) + ": must be >= 0");
+  if (options.beta < 0) throw std::invalid_argument(option_name("chrf_beta") + " " + std::to_string(options.beta) + ": must be >= 0");
 }
 
 std::string chrf_name(const ChrfOptions& options) {

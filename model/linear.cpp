@@ -8,6 +8,8 @@
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
+#include "text/option_names.h"
+
 namespace tfm {
 namespace {
 
@@ -44,8 +46,8 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
 
 void LinearImpl::quantize_int8() {
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
-    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (--quantize int8 with --dtype "
-                                "float32 --device cpu)");
+    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") + " int8 with " + option_name("dtype") + " "
+                                "float32 " + option_name("device") + " cpu)");
   }
   torch::NoGradGuard no_grad;
   SilentWarnings silent;

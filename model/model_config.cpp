@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 namespace {
@@ -67,22 +69,22 @@ ModelConfig preset(const std::string& name) {
     config.relu_dropout = 0.1;
     return config;
   }
-  throw std::invalid_argument("--preset " + name + ": expected base, big, small or tiny");
+  throw std::invalid_argument(option_name("preset") + " " + name + ": expected base, big, small or tiny");
 }
 
 void validate(const ModelConfig& c) {
   require(c.vocab_size > 4, "vocabulary size " + std::to_string(c.vocab_size) + ": must exceed the 4 special tokens");
-  require(c.d_model > 0 && c.d_ff > 0, "--d-model and --d-ff must be positive");
-  require(c.heads > 0 && c.d_model % c.heads == 0, "--heads " + std::to_string(c.heads) +
-                                                       " must divide --d-model " + std::to_string(c.d_model));
-  require(c.encoder_layers > 0 && c.decoder_layers > 0, "--encoder-layers and --decoder-layers must be positive");
+  require(c.d_model > 0 && c.d_ff > 0, option_name("d_model") + " and " + option_name("d_ff") + " must be positive");
+  require(c.heads > 0 && c.d_model % c.heads == 0, option_name("heads") + " " + std::to_string(c.heads) +
+                                                       " must divide " + option_name("d_model") + " " + std::to_string(c.d_model));
+  require(c.encoder_layers > 0 && c.decoder_layers > 0, option_name("encoder_layers") + " and " + option_name("decoder_layers") + " must be positive");
   for (const double p : {c.dropout, c.attention_dropout, c.relu_dropout}) {
     require(p >= 0.0 && p < 1.0, "dropout " + std::to_string(p) + ": must be in [0, 1)");
   }
-  require(c.attention_window >= 0, "--attention-window must be >= 0 (0 = unrestricted)");
-  require(c.max_positions > 0, "--max-positions must be positive");
+  require(c.attention_window >= 0, option_name("attention_window") + " must be >= 0 (0 = unrestricted)");
+  require(c.max_positions > 0, option_name("max_positions") + " must be positive");
   if (c.positions == PositionEncoding::kSinusoidal) {
-    require(c.d_model % 2 == 0, "sinusoidal positions need an even --d-model");
+    require(c.d_model % 2 == 0, "sinusoidal positions need an even " + option_name("d_model"));
   }
 }
 
@@ -131,11 +133,11 @@ std::string to_string(PositionEncoding positions) { return name_of(kPositionName
 std::string to_string(NormPlacement norm) { return name_of(kNormNames, norm); }
 
 AttentionScore attention_score_from_string(const std::string& name) {
-  return parse_name(kScoreNames, name, "--attention-score");
+  return parse_name(kScoreNames, name, option_name("attention_score"));
 }
 PositionEncoding position_encoding_from_string(const std::string& name) {
-  return parse_name(kPositionNames, name, "--positions");
+  return parse_name(kPositionNames, name, option_name("positions"));
 }
-NormPlacement norm_placement_from_string(const std::string& name) { return parse_name(kNormNames, name, "--norm"); }
+NormPlacement norm_placement_from_string(const std::string& name) { return parse_name(kNormNames, name, option_name("norm")); }
 
 }  // namespace tfm

@@ -42,7 +42,7 @@ CudaLibraryStatus load() {
   // LibTorch, exactly as when it is linked.
   if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
     return {false, "cannot load " + path + ": " + dl_error() +
-                       " (a CPU-only LibTorch install? run scripts/bootstrap --full)"};
+                       " (a CPU-only LibTorch install? run scripts/bootstrap --full)"};  // NOLINT(flag-name): the script's flag
   }
   return {true, ""};
 }

@@ -5,6 +5,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "runtime/capabilities.h"
+#include "text/option_names.h"
 
 namespace tfm {
 
@@ -12,7 +13,7 @@ Precision parse_precision(const std::string& name) {
   if (name == "float32" || name == "fp32") return Precision::kFloat32;
   if (name == "bfloat16" || name == "bf16") return Precision::kBFloat16;
   if (name == "float16" || name == "fp16") return Precision::kFloat16;
-  throw std::invalid_argument("--dtype " + name + ": expected float32, bfloat16 or float16");
+  throw std::invalid_argument(option_name("dtype") + " " + name + ": expected float32, bfloat16 or float16");
 }
 
 std::string to_string(Precision precision) {
@@ -35,7 +36,7 @@ torch::ScalarType scalar_type(Precision precision) {
 
 void check_supported(Precision precision, const torch::Device& device) {
   if (precision == Precision::kFloat16 && !device.is_cuda()) {
-    throw std::invalid_argument("--dtype float16 needs a CUDA device; on CPU use bfloat16 or float32");
+    throw std::invalid_argument(option_name("dtype") + " float16 needs a CUDA device; on CPU use bfloat16 or float32");
   }
 }
 
@@ -52,19 +53,19 @@ PrecisionChoice choose_precision(const std::string& requested, const torch::Devi
   PrecisionChoice choice;
   if (requested == "auto") {
     choice.precision = bf16_native ? Precision::kBFloat16 : Precision::kFloat32;
-    choice.reason = bf16_native ? "--dtype auto: bfloat16, since " + where + " computes it natively"
-                                : "--dtype auto: float32, since " + where + " has no native bfloat16" +
+    choice.reason = bf16_native ? option_name("dtype") + " auto: bfloat16, since " + where + " computes it natively"
+                                : option_name("dtype") + " auto: float32, since " + where + " has no native bfloat16" +
                                       (cuda ? std::string() : std::string(" (no AVX512-BF16 or AMX)"));
     return choice;
   }
   choice.precision = parse_precision(requested);
   check_supported(choice.precision, device);
-  choice.reason = "--dtype " + to_string(choice.precision) + " as asked";
+  choice.reason = option_name("dtype") + " " + to_string(choice.precision) + " as asked";
   if (choice.precision == Precision::kBFloat16 && !bf16_native) {
-    choice.warning = cuda ? "--dtype bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
-                            "is slower than float32; --dtype auto picks the fast precision"
-                          : "--dtype bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
-                            "3x slower than float32 (measured on these machines); --dtype auto picks float32 here";
+    choice.warning = cuda ? option_name("dtype") + " bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
+                            "is slower than float32; " + option_name("dtype") + " auto picks the fast precision"
+                          : option_name("dtype") + " bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
+                            "3x slower than float32 (measured on these machines); " + option_name("dtype") + " auto picks float32 here";
   }
   return choice;
 }

@@ -9,6 +9,7 @@
 
 #include "text/line_reader.h"
 #include "runtime/threads.h"
+#include "text/option_names.h"
 #include "text/special_ids.h"
 
 // Exported by libsentencepiece but not declared in its public headers; without it the
@@ -63,17 +64,17 @@ class MultiFileSentences : public sentencepiece::SentenceIterator {
 void validate(const TokenizerTrainOptions& options) {
   if (options.inputs.empty()) throw std::invalid_argument("tokenizer training needs at least one input file");
   if (options.model_type != "unigram" && options.model_type != "bpe") {
-    throw std::invalid_argument("--model-type " + options.model_type + ": expected unigram or bpe");
+    throw std::invalid_argument(option_name("model_type") + " " + options.model_type + ": expected unigram or bpe");
   }
   if (options.vocab_size <= kNumSpecialIds) {
-    throw std::invalid_argument("--vocab-size " + std::to_string(options.vocab_size) + ": must exceed " +
+    throw std::invalid_argument(option_name("vocab_size") + " " + std::to_string(options.vocab_size) + ": must exceed " +
                                 std::to_string(kNumSpecialIds) + " (the special tokens)");
   }
   if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
-    throw std::invalid_argument("--character-coverage " + std::to_string(options.character_coverage) +
+    throw std::invalid_argument(option_name("character_coverage") + " " + std::to_string(options.character_coverage) +
                                 ": must be in (0, 1]");
   }
-  if (options.max_sentences < 0) throw std::invalid_argument("--max-sentences must be >= 0");
+  if (options.max_sentences < 0) throw std::invalid_argument(option_name("max_sentences") + " must be >= 0");
 }
 
 std::string train_tokenizer(const TokenizerTrainOptions& options) {
@@ -107,7 +108,7 @@ std::string train_tokenizer(const TokenizerTrainOptions& options) {
                           message.find("Vocabulary size is too high") != std::string::npos;
     if (too_high &&
         std::regex_search(message, found, std::regex("<= ([0-9]+)"))) {
-      throw std::invalid_argument("corpus too small for --vocab-size " + std::to_string(options.vocab_size) +
+      throw std::invalid_argument("corpus too small for " + option_name("vocab_size") + " " + std::to_string(options.vocab_size) +
                                   "; at most " + found[1].str() + " fits");
     }
     throw std::runtime_error("tokenizer training failed: " + message);

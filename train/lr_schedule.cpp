@@ -4,16 +4,18 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 void validate(const LrScheduleOptions& options) {
   if (options.kind != "noam" && options.kind != "inverse_sqrt") {
-    throw std::invalid_argument("--lr-scheduler " + options.kind + ": expected noam or inverse_sqrt");
+    throw std::invalid_argument(option_name("lr_scheduler") + " " + options.kind + ": expected noam or inverse_sqrt");
   }
-  if (options.warmup < 1) throw std::invalid_argument("--warmup must be >= 1");
-  if (!(options.factor > 0) || !(options.peak_lr > 0)) throw std::invalid_argument("--lr-factor and --lr must be > 0");
+  if (options.warmup < 1) throw std::invalid_argument(option_name("warmup") + " must be >= 1");
+  if (!(options.factor > 0) || !(options.peak_lr > 0)) throw std::invalid_argument(option_name("lr_factor") + " and " + option_name("lr") + " must be > 0");
   if (!(options.cooldown >= 0 && options.cooldown <= 1)) {
-    throw std::invalid_argument("--lr-cooldown must be a fraction of the budget in [0, 1]");
+    throw std::invalid_argument(option_name("lr_cooldown") + " must be a fraction of the budget in [0, 1]");
   }
 }
 

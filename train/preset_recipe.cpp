@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 PresetRecipe preset_recipe(const std::string& preset) {
@@ -32,7 +34,7 @@ PresetRecipe preset_recipe(const std::string& preset) {
     recipe.validate_every = 500;
     return recipe;
   }
-  throw std::invalid_argument("--preset " + preset + ": expected auto, base, big, small or tiny");
+  throw std::invalid_argument(option_name("preset") + " " + preset + ": expected auto, base, big, small or tiny");
 }
 
 std::string auto_preset(int64_t training_pairs) {

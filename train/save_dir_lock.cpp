@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 SaveDirLock::SaveDirLock(const std::string& save_dir) {
@@ -21,7 +23,7 @@ SaveDirLock::SaveDirLock(const std::string& save_dir) {
     ::close(fd_);
     fd_ = -1;
     const std::string pid = n > 0 ? std::string(holder, static_cast<size_t>(n)) : std::string("?");
-    throw std::runtime_error("--save-dir " + save_dir + " is in use by another tfm train (pid " +
+    throw std::runtime_error(option_name("save_dir") + " " + save_dir + " is in use by another tfm train (pid " +
                              pid.substr(0, pid.find('\n')) + "); wait for it or choose another directory");
   }
   // The holder's pid, for the message above (the lock itself is the flock, not the content).

@@ -4,38 +4,40 @@
 
 #include <stdexcept>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
 void validate(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw std::invalid_argument(message);
   };
-  require(!o.train_src.empty(), "--train-src is required");
-  require(!o.save_dir.empty(), "--save-dir is required");
-  require(!o.valid_src.empty() || o.valid_tgt.empty(), "--valid-tgt needs --valid-src");
-  require(o.vocab_size > 4, "--vocab-size must exceed the 4 special tokens");
+  require(!o.train_src.empty(), option_name("train_src") + " is required");
+  require(!o.save_dir.empty(), option_name("save_dir") + " is required");
+  require(!o.valid_src.empty() || o.valid_tgt.empty(), option_name("valid_tgt") + " needs " + option_name("valid_src"));
+  require(o.vocab_size > 4, option_name("vocab_size") + " must exceed the 4 special tokens");
   validate(o.batching);  // --max-tokens, --max-sentences
-  require(o.update_freq >= 1, "--update-freq must be >= 1");
-  require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
-  require(o.clip_norm >= 0, "--clip-norm must be >= 0");
+  require(o.update_freq >= 1, option_name("update_freq") + " must be >= 1");
+  require(o.label_smoothing >= 0 && o.label_smoothing < 1, option_name("label_smoothing") + " must be in [0, 1)");
+  require(o.clip_norm >= 0, option_name("clip_norm") + " must be >= 0");
   require(o.max_epochs >= 0 && o.max_updates >= 0 && o.time_limit_minutes >= 0,
-          "--max-epochs, --max-updates and --time-limit must be >= 0");
+          option_name("max_epochs") + ", " + option_name("max_updates") + " and " + option_name("time_limit") + " must be >= 0");
   require(o.patience >= 0 && o.validate_every >= 0 && o.save_interval_updates >= 0,
-          "--patience, --validate-every and --save-interval-updates must be >= 0");
-  require(o.keep_last >= 0, "--keep-last must be >= 0");
-  require(o.average_last >= 0, "--average-last must be >= 0");
-  require(o.valid_beam >= 1, "--valid-beam must be >= 1");
-  require(o.best_metric == "bleu" || o.best_metric == "loss", "--best-metric " + o.best_metric + ": expected bleu or loss");
-  require(o.log_interval >= 1, "--log-interval must be >= 1");
+          option_name("patience") + ", " + option_name("validate_every") + " and " + option_name("save_interval_updates") + " must be >= 0");
+  require(o.keep_last >= 0, option_name("keep_last") + " must be >= 0");
+  require(o.average_last >= 0, option_name("average_last") + " must be >= 0");
+  require(o.valid_beam >= 1, option_name("valid_beam") + " must be >= 1");
+  require(o.best_metric == "bleu" || o.best_metric == "loss", option_name("best_metric") + " " + o.best_metric + ": expected bleu or loss");
+  require(o.log_interval >= 1, option_name("log_interval") + " must be >= 1");
   // float16's 5-bit exponent flushes small gradients to zero unless the loss is scaled up first;
   // bfloat16 has float32's range and needs no scaling.
   require(o.dtype != "float16" && o.dtype != "fp16",
-          "--dtype float16: training in float16 needs dynamic loss scaling, which tfm does not do (small "
+          option_name("dtype") + " float16: training in float16 needs dynamic loss scaling, which tfm does not do (small "
           "gradients would underflow to zero); use bfloat16 or float32 (float16 is for translation)");
   validate(o.cleaning);
   validate(o.lr);
   require(o.lr.cooldown == 0 || has_budget(o),
-          "--lr-cooldown needs a budget to end on: --time-limit, --max-updates or --max-epochs");
+          option_name("lr_cooldown") + " needs a budget to end on: " + option_name("time_limit") + ", " + option_name("max_updates") + " or " + option_name("max_epochs"));
 }
 
 bool has_budget(const TrainOptions& o) { return o.time_limit_minutes > 0 || o.max_updates > 0 || o.max_epochs > 0; }

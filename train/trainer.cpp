@@ -12,6 +12,7 @@
 #include "model/model_file.h"
 #include "runtime/allocator.h"
 #include "runtime/precision.h"
+#include "text/option_names.h"
 #include "train/replicas.h"
 #include "train/update_share.h"
 
@@ -54,8 +55,8 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
   if (resume) {
     auto loaded = load_model_file(last, device_);
     if (loaded.tokenizer_proto != data_.tokenizer.serialized()) {
-      throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use --no-resume, or the "
-                                  "same data and --spm)");
+      throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use " + option_name("no_resume") + ", or the "
+                                  "same data and " + option_name("spm") + ")");
     }
     config_ = loaded.config;  // the checkpoint's architecture wins over flags
     model_ = loaded.model;

@@ -13,6 +13,7 @@
 #include "data/prepared_dir.h"
 #include "runtime/durable_file.h"
 #include "runtime/threads.h"
+#include "text/option_names.h"
 
 namespace fs = std::filesystem;
 
@@ -92,8 +93,9 @@ void check_split_fits(const ParallelDataset& data, const ModelConfig& config, co
     if (longest + 1 > config.max_positions) {
       throw std::invalid_argument(fmt::format(
           "{} pair {} has {} subwords, more than the model's {} learned positions hold with eos (filter the data "
-          "with --max-len {} or raise --max-positions)", split, i + 1, longest, config.max_positions,
-          config.max_positions - 1));
+          "with {} {} or raise {})",
+          split, i + 1, longest, config.max_positions, option_name("max_len"), config.max_positions - 1,
+          option_name("max_positions")));
     }
   }
 }

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 
+#include "text/option_names.h"
+
 namespace tfm {
 
-const char* describe(StopReason reason) {
+std::string describe(StopReason reason) {
   switch (reason) {
-    case StopReason::kMaxEpochs: return "reached --max-epochs";
-    case StopReason::kMaxUpdates: return "reached --max-updates";
-    case StopReason::kTimeLimit: return "reached --time-limit";
-    case StopReason::kPatience: return "no validation improvement for --patience validations";
+    case StopReason::kMaxEpochs: return "reached " + option_name("max_epochs");
+    case StopReason::kMaxUpdates: return "reached " + option_name("max_updates");
+    case StopReason::kTimeLimit: return "reached " + option_name("time_limit");
+    case StopReason::kPatience: return "no validation improvement for " + option_name("patience") + " validations";
     case StopReason::kInterrupted: return "interrupted";
   }
   return "?";

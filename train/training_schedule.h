@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "train/checkpoint.h"
 #include "train/train_options.h"
@@ -9,7 +10,7 @@
 namespace tfm {
 
 enum class StopReason { kMaxEpochs, kMaxUpdates, kTimeLimit, kPatience, kInterrupted };
-const char* describe(StopReason reason);
+std::string describe(StopReason reason);
 
 /// What to do at a point of the run: write a checkpoint, validating first or not.
 struct CheckpointAction {

@@ -75,7 +75,7 @@ TEST(Batching, PairTooLongForTheBudgetThrowsNamingItInsteadOfLooping) {
   options.max_tokens = 30;
   const std::string message = testing::error_of<std::invalid_argument>([&] { make_batches(data, options, 1); });
   EXPECT_NE(message.find("pair 100 has 31 source and 6 target tokens"), std::string::npos) << message;
-  EXPECT_NE(message.find("--max-tokens 30"), std::string::npos) << message;
+  EXPECT_NE(message.find("max_tokens 30"), std::string::npos) << message;
   options.max_tokens = 31;  // exactly fits: alone in its batch
   expect_valid_batches(data, make_batches(data, options, 1), options);
 }

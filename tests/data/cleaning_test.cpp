@@ -40,8 +40,8 @@ TEST(Cleaning, ReportCountsEveryPairOnceAndSaysWhatWasDropped) {
   EXPECT_EQ(report.bad_ratio, 1);
   EXPECT_EQ(report.dropped(), 3);
   EXPECT_EQ(report.summary(options),
-            "5 pairs read, 2 kept; dropped: 1 with an empty side, 1 longer than --max-len 10 subwords, "
-            "1 with a length ratio above --max-len-ratio 2");
+            "5 pairs read, 2 kept; dropped: 1 with an empty side, 1 longer than max_len 10 subwords, "
+            "1 with a length ratio above max_len_ratio 2");
 }
 
 TEST(Cleaning, RejectsBadOptions) {

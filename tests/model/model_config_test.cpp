@@ -64,7 +64,7 @@ TEST(ModelConfig, ValidateNamesTheProblem) {
     validate(config);
     FAIL();
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("--heads 7"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("heads 7"), std::string::npos) << error.what();
   }
   config = preset("base");
   EXPECT_THROW(validate(config), std::invalid_argument);  // no vocabulary

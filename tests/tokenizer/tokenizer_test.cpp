@@ -167,7 +167,7 @@ TEST(TokenizerTrain, TooLargeVocabularyNamesWhatFits) {
     train_tokenizer(options);
     FAIL() << "a 5000-piece vocabulary trained on two lines";
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("corpus too small for --vocab-size 5000; at most "), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("corpus too small for vocab_size 5000; at most "), std::string::npos)
         << error.what();
   }
 }
