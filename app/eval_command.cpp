@@ -16,12 +16,12 @@
 #include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
-#include "translation/translator.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/score_report.h"
-#include "text/segment_reader.h"
 #include "metrics/signature.h"
+#include "text/segment_reader.h"
+#include "translation/translator.h"
 
 namespace tfm {
 namespace {
@@ -136,7 +136,8 @@ EvalInputs read_inputs(const EvalCommandOptions& options) {
 /// Translation speed, in translate-and-score mode.
 nlohmann::ordered_json speed_json(const EvalInputs& inputs) {
   const double seconds = std::max(inputs.seconds, 1e-9);
-  return {{"sentences", inputs.hyps.size()}, {"seconds", inputs.seconds},
+  return {{"sentences", inputs.hyps.size()},
+          {"seconds", inputs.seconds},
           {"sentences_per_second", inputs.hyps.size() / seconds},
           {"target_tokens_per_second", inputs.target_tokens / seconds}};
 }
@@ -146,14 +147,18 @@ void warn_if_tokenized(const std::vector<std::string>& hyps) {
   size_t tokenized = 0;
   for (const auto& hyp : hyps) tokenized += hyp.size() >= 2 && hyp.compare(hyp.size() - 2, 2, " .") == 0 ? 1 : 0;
   if (tokenized >= 100) {
-    spdlog::warn("{} hypothesis lines end in ' .': BLEU expects detokenized text (detokenize it, or ignore this "
-                 "if the text really is detokenized)", tokenized);
+    spdlog::warn(
+        "{} hypothesis lines end in ' .': BLEU expects detokenized text (detokenize it, or ignore this "
+        "if the text really is detokenized)",
+        tokenized);
   }
 }
 
 nlohmann::ordered_json report_header(const EvalCommandOptions& options, const EvalInputs& inputs) {
   const std::string hyp = options.models.empty() ? options.hyp : "translation of " + options.src;
-  return {{"hyp", hyp}, {"refs", options.refs}, {"num_segments", inputs.hyps.size()},
+  return {{"hyp", hyp},
+          {"refs", options.refs},
+          {"num_segments", inputs.hyps.size()},
           {"level", options.sentence_level ? "sentence" : "corpus"}};
 }
 
@@ -199,8 +204,8 @@ void print_corpus_scores(const EvalCommandOptions& options, const EvalPlan& plan
 /// One score per segment, for the single metric asked for (sacreBLEU's -sl).
 void print_sentence_scores(const EvalCommandOptions& options, const EvalPlan& plan, const EvalInputs& inputs) {
   const size_t num_refs = inputs.refs.size();
-  const std::string signature = plan.bleu ? bleu_signature(plan.bleu_options, num_refs)
-                                          : chrf_signature(plan.chrf_options, num_refs);
+  const std::string signature =
+      plan.bleu ? bleu_signature(plan.bleu_options, num_refs) : chrf_signature(plan.chrf_options, num_refs);
   nlohmann::ordered_json segments = nlohmann::ordered_json::array();
   std::vector<std::string> refs(num_refs);
   for (size_t i = 0; i < inputs.hyps.size(); ++i) {

@@ -84,7 +84,8 @@ std::string spelled_as_flag(std::string_view key) {
 }  // namespace
 
 std::optional<std::string> flag_for_option(std::string_view key) {
-  const auto found = std::find_if(std::begin(kFlags), std::end(kFlags), [&](const auto& entry) { return entry.first == key; });
+  const auto found =
+      std::find_if(std::begin(kFlags), std::end(kFlags), [&](const auto& entry) { return entry.first == key; });
   if (found == std::end(kFlags)) return std::nullopt;
   return std::string(found->second);
 }

@@ -56,9 +56,16 @@ int main(int argc, char** argv) {
   tfm::spell_options_as_flags();
   CLI::App app{"tfm: Transformer neural machine translation (Vaswani et al., 2017) on LibTorch", "tfm"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { auto text = tfm::describe(tfm::probe_capabilities()); text.pop_back(); return text; },
-                       "Print tfm's and LibTorch's versions and whether CUDA and bf16 are usable here");
-  app.set_config("--config", "", "Read options from a TOML/INI file ([train], [translate] ... sections); "
+  app.set_version_flag(
+      "--version",
+      [] {
+        auto text = tfm::describe(tfm::probe_capabilities());
+        text.pop_back();
+        return text;
+      },
+      "Print tfm's and LibTorch's versions and whether CUDA and bf16 are usable here");
+  app.set_config("--config", "",
+                 "Read options from a TOML/INI file ([train], [translate] ... sections); "
                  "command-line flags override it");
   GlobalOptions global;
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off (logs go to stderr)")

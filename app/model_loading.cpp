@@ -47,10 +47,11 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   const auto& search = options.search;
   const auto& sampling = search.sampling;
   const std::string strategy =
-      sampling.enabled ? fmt::format("sampling {}, temperature {:g}, seed {}",
-                                     sampling.top_k > 0 ? fmt::format("among the top {}", sampling.top_k)
-                                                        : fmt::format("within the top {:g} of the mass", sampling.top_p),
-                                     sampling.temperature, sampling.seed)
+      sampling.enabled
+          ? fmt::format("sampling {}, temperature {:g}, seed {}",
+                        sampling.top_k > 0 ? fmt::format("among the top {}", sampling.top_k)
+                                           : fmt::format("within the top {:g} of the mass", sampling.top_p),
+                        sampling.temperature, sampling.seed)
       : search.beam == 1 ? std::string("greedy")
                          : fmt::format("beam {}", search.beam);
   spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,

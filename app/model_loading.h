@@ -6,9 +6,9 @@
 
 #include "app/decoding_options.h"
 #include "app/runtime_options.h"
-#include "translation/translator.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
+#include "translation/translator.h"
 
 namespace tfm {
 

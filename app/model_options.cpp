@@ -4,19 +4,24 @@ namespace tfm {
 
 void add_model_options(CLI::App& command, ModelOptions& o) {
   const std::string group = "Model (ignored when resuming: the checkpoint's architecture is kept)";
-  command.add_option("--preset", o.preset, "auto (small below 1M training pairs, else base), base, big (the paper's), small or tiny (for CPUs)")
-      ->capture_default_str()->group(group);
+  command
+      .add_option("--preset", o.preset,
+                  "auto (small below 1M training pairs, else base), base, big (the paper's), small or tiny (for CPUs)")
+      ->capture_default_str()
+      ->group(group);
   command.add_option("--d-model", o.d_model, "Model width")->group(group);
   command.add_option("--d-ff", o.d_ff, "Feed-forward inner width")->group(group);
   command.add_option("--heads", o.heads, "Attention heads (must divide --d-model)")->group(group);
   command.add_option("--encoder-layers", o.encoder_layers, "Encoder layers")->group(group);
   command.add_option("--decoder-layers", o.decoder_layers, "Decoder layers")->group(group);
   command.add_option("--dropout", o.dropout, "Dropout on sub-layer outputs and embeddings")->group(group);
-  command.add_option("--attention-dropout", o.attention_dropout,
-                     "Dropout on attention weights (default: the preset's; 0.1 for small and tiny, 0 for base and big)")
+  command
+      .add_option("--attention-dropout", o.attention_dropout,
+                  "Dropout on attention weights (default: the preset's; 0.1 for small and tiny, 0 for base and big)")
       ->group(group);
-  command.add_option("--relu-dropout", o.relu_dropout,
-                     "Dropout inside the feed-forward block (default: the preset's, as --attention-dropout)")
+  command
+      .add_option("--relu-dropout", o.relu_dropout,
+                  "Dropout inside the feed-forward block (default: the preset's, as --attention-dropout)")
       ->group(group);
   command.add_option("--attention-score", o.attention_score, "scaled_dot (default), dot, general, additive, cosine")
       ->group(group);

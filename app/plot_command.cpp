@@ -43,8 +43,11 @@ void write_output(const PlotOptions& o, const std::string& format, const std::st
   if (format == "json") {
     text = numbers.dump(1) + "\n";
   } else if (format == "html") {
-    text = "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
-           "<title>" + xml_escape(title) + "</title>\n</head>\n<body>\n" + svg + "</body>\n</html>\n";
+    text =
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta "
+        "charset=\"utf-8\"/>\n"
+        "<title>" +
+        xml_escape(title) + "</title>\n</head>\n<body>\n" + svg + "</body>\n</html>\n";
   } else {
     text = svg_document(svg);
   }
@@ -61,8 +64,8 @@ void plot_metrics(const PlotOptions& o, const std::string& format) {
   std::vector<TrainingRun> runs;
   for (size_t i = 0; i < o.metrics.size(); ++i) {
     const auto path = std::filesystem::absolute(o.metrics[i]);
-    runs.push_back(read_training_run(o.metrics[i], o.labels.empty() ? path.parent_path().filename().string()
-                                                                      : o.labels[i]));
+    runs.push_back(
+        read_training_run(o.metrics[i], o.labels.empty() ? path.parent_path().filename().string() : o.labels[i]));
   }
   const std::string title = "training curves: " + std::to_string(runs.size()) + " run" + (runs.size() > 1 ? "s" : "");
   write_output(o, format, format == "json" ? "" : line_charts(training_panels(runs), 2, title), training_json(runs),
@@ -86,10 +89,10 @@ void plot_positions(const PlotOptions& o, const std::string& format) {
   dot.row_axis = dot.col_axis = "position";
   dot.diverging = true;
   dot.cell_width = dot.cell_height = 6;
-  const std::string svg =
-      format == "json" ? ""
-                       : stacked({{heat_map(maps.encoding, encoding), heat_map_size(maps.encoding, encoding)},
-                                  {heat_map(maps.dot, dot), heat_map_size(maps.dot, dot)}});
+  const std::string svg = format == "json"
+                              ? ""
+                              : stacked({{heat_map(maps.encoding, encoding), heat_map_size(maps.encoding, encoding)},
+                                         {heat_map(maps.dot, dot), heat_map_size(maps.dot, dot)}});
   const auto rows = [](const Matrix& m) {
     nlohmann::json out = nlohmann::json::array();
     for (int64_t r = 0; r < m.rows; ++r) {
@@ -99,8 +102,11 @@ void plot_positions(const PlotOptions& o, const std::string& format) {
     }
     return out;
   };
-  const nlohmann::json numbers = {{"kind", kind}, {"d_model", maps.d_model}, {"positions", maps.encoding.rows},
-                                  {"encoding", rows(maps.encoding)}, {"normalised_dot_products", rows(maps.dot)}};
+  const nlohmann::json numbers = {{"kind", kind},
+                                  {"d_model", maps.d_model},
+                                  {"positions", maps.encoding.rows},
+                                  {"encoding", rows(maps.encoding)},
+                                  {"normalised_dot_products", rows(maps.dot)}};
   write_output(o, format, svg, numbers, encoding.title);
 }
 

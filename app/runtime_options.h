@@ -1,8 +1,8 @@
 #pragma once
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <torch/types.h>
+#include <CLI/CLI.hpp>
 
 namespace tfm {
 

@@ -113,22 +113,25 @@ void add_tokenizer_command(CLI::App& app, CommandAction& action) {
   tokenizer->require_subcommand(1);
 
   auto train = std::make_shared<TrainCommandOptions>();
-  CLI::App* train_cmd = tokenizer->add_subcommand(
-      "train", "Train a joint SentencePiece model on one or more corpus files (.gz allowed)");
+  CLI::App* train_cmd =
+      tokenizer->add_subcommand("train", "Train a joint SentencePiece model on one or more corpus files (.gz allowed)");
   train_cmd->add_option("--input,-i", train->trainer.inputs, "Corpus files (source and target: one joint vocabulary)")
       ->required();
   train_cmd->add_option("--output,-o", train->output, "Model file to write (e.g. spm.model)")->required();
   train_cmd->add_option("--vocab-size", train->trainer.vocab_size, "Vocabulary size, special tokens included")
       ->capture_default_str();
   train_cmd->add_option("--model-type", train->trainer.model_type, "unigram or bpe")->capture_default_str();
-  train_cmd->add_option("--character-coverage", train->trainer.character_coverage,
-                        "Share of characters the model covers (1.0 for Latin scripts)")
+  train_cmd
+      ->add_option("--character-coverage", train->trainer.character_coverage,
+                   "Share of characters the model covers (1.0 for Latin scripts)")
       ->capture_default_str();
-  train_cmd->add_option("--normalization", train->trainer.normalization,
-                        "SentencePiece normalization rule (nmt_nfkc, nfkc, identity, ...)")
+  train_cmd
+      ->add_option("--normalization", train->trainer.normalization,
+                   "SentencePiece normalization rule (nmt_nfkc, nfkc, identity, ...)")
       ->capture_default_str();
-  train_cmd->add_option("--max-sentences", train->trainer.max_sentences,
-                        "Train on a random sample of at most this many lines (0 = all)")
+  train_cmd
+      ->add_option("--max-sentences", train->trainer.max_sentences,
+                   "Train on a random sample of at most this many lines (0 = all)")
       ->capture_default_str();
   train_cmd->add_option("--seed", train->trainer.seed, "Random seed for sampling")->capture_default_str();
   train_cmd->callback([train, &action] { action = [train] { run_train(*train); }; });

@@ -1,6 +1,6 @@
 // `tfm train`: the paper's recipe on a parallel corpus, with checkpoints and resume.
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -31,8 +31,8 @@ extern "C" void on_signal(int) { g_interrupted.store(true); }
 
 /// Data parallelism: one `tfm train` per device, joined as torchrun's environment says.
 struct DistributedOptions {
-  std::string backend = "auto";  // auto (nccl on CUDA, gloo on the CPU) | gloo | nccl
-  double timeout_seconds = 1800; // rendezvous and each collective (torch.distributed's default)
+  std::string backend = "auto";   // auto (nccl on CUDA, gloo on the CPU) | gloo | nccl
+  double timeout_seconds = 1800;  // rendezvous and each collective (torch.distributed's default)
 };
 
 struct TrainCommandOptions {
@@ -136,8 +136,8 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
   o.train.dtype = to_string(precision.precision);  // recorded resolved, in checkpoints and metrics.jsonl
   if (o.train.require_resume && (o.train.no_resume || !std::filesystem::exists(last))) {
-    throw std::invalid_argument("--resume: " + (o.train.no_resume ? std::string("contradicts --no-resume")
-                                                                   : last + " does not exist"));
+    throw std::invalid_argument(
+        "--resume: " + (o.train.no_resume ? std::string("contradicts --no-resume") : last + " does not exist"));
   }
   std::optional<std::string> checkpoint_tokenizer;
   if (resuming) {
@@ -155,19 +155,21 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
     apply_preset_recipe(o.train, o.model.preset, cmd);
   }
   if (recorded) keep_recorded_recipe(o.train, *recorded, cmd);
-  spdlog::info("recipe: {} schedule, {}warm-up {} updates{}, {} tokens per side per batch x {}, checkpoints at epoch "
-               "ends{}, validation {}", o.train.lr.kind,
-               o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)
-                                         : fmt::format("peak {:g}, ", o.train.lr.peak_lr),
-               o.train.lr.warmup,
-               o.train.lr.cooldown > 0 ? fmt::format(", linear cool-down to 0 over the last {:g}% of the budget",
-                                                     100 * o.train.lr.cooldown)
-                                       : std::string(),
-               o.train.batching.max_tokens, o.train.update_freq,
-               o.train.save_interval_updates > 0 ? fmt::format(" and every {} updates", o.train.save_interval_updates)
-                                                 : std::string(),
-               o.train.validate_every > 0 ? fmt::format("every {} updates and at the end", o.train.validate_every)
-                                          : std::string("at every checkpoint"));
+  spdlog::info(
+      "recipe: {} schedule, {}warm-up {} updates{}, {} tokens per side per batch x {}, checkpoints at epoch "
+      "ends{}, validation {}",
+      o.train.lr.kind,
+      o.train.lr.kind == "noam" ? fmt::format("factor {:g}, ", o.train.lr.factor)
+                                : fmt::format("peak {:g}, ", o.train.lr.peak_lr),
+      o.train.lr.warmup,
+      o.train.lr.cooldown > 0
+          ? fmt::format(", linear cool-down to 0 over the last {:g}% of the budget", 100 * o.train.lr.cooldown)
+          : std::string(),
+      o.train.batching.max_tokens, o.train.update_freq,
+      o.train.save_interval_updates > 0 ? fmt::format(" and every {} updates", o.train.save_interval_updates)
+                                        : std::string(),
+      o.train.validate_every > 0 ? fmt::format("every {} updates and at the end", o.train.validate_every)
+                                 : std::string("at every checkpoint"));
   const ModelConfig config = build_config(o.model, data.tokenizer.vocab_size());
   o.train.lr.d_model = config.d_model;
   Trainer trainer(o.train, config, std::move(data), device, group.get());
@@ -189,24 +191,33 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
 
 void add_data_options(CLI::App& cmd, TrainOptions& t) {
   const std::string group = "Data";
-  cmd.add_option("--train-src", t.train_src, "Source side (.gz), or without --train-tgt a TSV file or `tfm prepare` dir")
-      ->required()->group(group);
+  cmd.add_option("--train-src", t.train_src,
+                 "Source side (.gz), or without --train-tgt a TSV file or `tfm prepare` dir")
+      ->required()
+      ->group(group);
   cmd.add_option("--train-tgt", t.train_tgt, "Target side, aligned line by line")->group(group);
   cmd.add_option("--valid-src", t.valid_src, "Validation source")->group(group);
   cmd.add_option("--valid-tgt", t.valid_tgt, "Validation target (none: --valid-src is a TSV file)")->group(group);
   cmd.add_option("--spm", t.spm, "Existing SentencePiece model (default: train a joint one)")->group(group);
-  cmd.add_option("--vocab-size", t.vocab_size, "Joint vocabulary size when training one")->capture_default_str()->group(group);
+  cmd.add_option("--vocab-size", t.vocab_size, "Joint vocabulary size when training one")
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--max-len", t.cleaning.max_len, "Drop pairs with a side longer than this (subwords)")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--max-len-ratio", t.cleaning.max_len_ratio, "Drop pairs whose length ratio exceeds this")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--max-sentences", t.batching.max_sentences, "Sentences per batch at most (0 = by --max-tokens only)")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--max-tokens", t.batching.max_tokens,
-                 "Padded subwords per side per batch (default: the preset's; paper: ~25000)")->group(group);
+                 "Padded subwords per side per batch (default: the preset's; paper: ~25000)")
+      ->group(group);
   cmd.add_option("--update-freq", t.update_freq, "Batches accumulated per update")->capture_default_str()->group(group);
   cmd.add_option("--seed", t.batching.seed, "Seed for initialisation, batch order and dropout")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
 }
 
 void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
@@ -214,23 +225,28 @@ void add_optimisation_options(CLI::App& cmd, TrainOptions& t) {
   // Unset, these five take the preset's values (train/preset_recipe.h).
   cmd.add_option("--lr-scheduler", t.lr.kind,
                  "noam (the paper's) or inverse_sqrt (default: the preset's: noam for base and big, "
-                 "inverse_sqrt for small and tiny)")->group(group);
+                 "inverse_sqrt for small and tiny)")
+      ->group(group);
   cmd.add_option("--lr-factor", t.lr.factor, "noam: multiplies d_model^-0.5 * min(...) (default 1)")->group(group);
   cmd.add_option("--lr", t.lr.peak_lr, "inverse_sqrt: peak learning rate (default: the preset's)")->group(group);
   cmd.add_option("--warmup", t.lr.warmup, "Warmup updates (default: the preset's; 4000 for base and big)")
       ->group(group);
   cmd.add_option("--lr-cooldown", t.lr.cooldown,
                  "Fraction of the budget (--time-limit, --max-updates or --max-epochs) at its end over which the "
-                 "rate falls linearly to 0 (default 0, no cool-down, for every preset)")->group(group);
+                 "rate falls linearly to 0 (default 0, no cool-down, for every preset)")
+      ->group(group);
   cmd.add_option("--adam-beta1", t.adam_beta1, "Adam beta1")->capture_default_str()->group(group);
   cmd.add_option("--adam-beta2", t.adam_beta2, "Adam beta2")->capture_default_str()->group(group);
   cmd.add_option("--adam-eps", t.adam_eps, "Adam epsilon")->capture_default_str()->group(group);
-  cmd.add_option("--label-smoothing", t.label_smoothing, "Label smoothing epsilon")->capture_default_str()->group(group);
+  cmd.add_option("--label-smoothing", t.label_smoothing, "Label smoothing epsilon")
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--clip-norm", t.clip_norm, "Clip the gradient norm (0 = off)")->capture_default_str()->group(group);
   cmd.add_option("--dtype", t.dtype,
                  "auto (bfloat16 where the CPU or GPU computes it natively, else float32; a resumed run keeps "
                  "its own), float32 or bfloat16 (autocast)")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
 }
 
 void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
@@ -243,11 +259,14 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
                  "Validate every N updates (and the last checkpoint) instead of at every checkpoint "
                  "(default: the preset's; 500 for small and tiny, else 0 = at every checkpoint)")
       ->group(group);
-  cmd.add_option("--valid-beam", t.valid_beam, "Beam for validation BLEU (1 = greedy)")->capture_default_str()->group(group);
+  cmd.add_option("--valid-beam", t.valid_beam, "Beam for validation BLEU (1 = greedy)")
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--valid-max-sentences", t.valid_max_sentences, "Validation BLEU on the first N sentences (0 = all)")
       ->group(group);
   cmd.add_option("--best-metric", t.best_metric, "bleu or loss: what checkpoint_best.pt maximises/minimises")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--save-dir", t.save_dir, "Directory for checkpoints and metrics.jsonl")->required()->group(group);
   cmd.add_option("--save-interval-updates", t.save_interval_updates,
                  "Also checkpoint every N updates (default: the preset's; 200 for small and tiny, else 0)")
@@ -255,22 +274,29 @@ void add_schedule_options(CLI::App& cmd, TrainOptions& t) {
   cmd.add_option("--keep-last", t.keep_last, "Numbered checkpoints to keep")->capture_default_str()->group(group);
   cmd.add_option("--average-last", t.average_last,
                  "At the end, average the last N kept checkpoints into SAVE_DIR/checkpoint_avg.pt (§6.1; 0 = off)")
-      ->capture_default_str()->group(group);
-  cmd.add_flag("--resume", t.require_resume, "Continue from SAVE_DIR/checkpoint_last.pt (the default when it exists; "
-               "with this flag its absence is an error)")->group(group);
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_flag("--resume", t.require_resume,
+               "Continue from SAVE_DIR/checkpoint_last.pt (the default when it exists; "
+               "with this flag its absence is an error)")
+      ->group(group);
   cmd.add_flag("--no-resume", t.no_resume, "Start over even if SAVE_DIR/checkpoint_last.pt exists")->group(group);
   cmd.add_option("--log-interval", t.log_interval, "Updates between log lines (when stderr is not a terminal)")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
 }
 
 void add_distributed_options(CLI::App& cmd, DistributedOptions& d) {
-  const std::string group = "Several processes (launched by torchrun, or with its variables set: MASTER_ADDR, "
-                            "MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK)";
+  const std::string group =
+      "Several processes (launched by torchrun, or with its variables set: MASTER_ADDR, "
+      "MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK)";
   cmd.add_option("--dist-backend", d.backend, "auto (nccl on CUDA, gloo on the CPU), gloo or nccl")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--dist-timeout", d.timeout_seconds,
                  "Seconds to wait for the other ranks (rendezvous, each collective) before failing")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
 }
 
 }  // namespace

@@ -31,8 +31,9 @@ TrainingRun read_training_run(const std::string& path, const std::string& label)
       throw std::runtime_error(path + ":" + std::to_string(number_of_line) +
                                ": not a metrics.jsonl record (no type or update)");
     }
-    TrainingRun::Point point{number(record, "update"), number(record, "elapsed_s") / 60, number(record, "loss"),
-                             number(record, "ppl"),    number(record, "lr"),               number(record, "bleu")};
+    TrainingRun::Point point{number(record, "update"), number(record, "elapsed_s") / 60,
+                             number(record, "loss"),   number(record, "ppl"),
+                             number(record, "lr"),     number(record, "bleu")};
     if (record["type"] == "train") run.train.push_back(point);
     if (record["type"] == "valid") run.valid.push_back(point);
   }
@@ -47,10 +48,11 @@ std::vector<ChartPanel> training_panels(const std::vector<TrainingRun>& runs) {
     Field field;
     bool train, valid, log_y;
   };
-  const Quantity quantities[] = {{"loss (label-smoothed, per target token)", &TrainingRun::Point::loss, true, true, false},
-                                 {"perplexity", &TrainingRun::Point::ppl, true, true, true},
-                                 {"learning rate", &TrainingRun::Point::lr, true, false, false},
-                                 {"validation BLEU", &TrainingRun::Point::bleu, false, true, false}};
+  const Quantity quantities[] = {
+      {"loss (label-smoothed, per target token)", &TrainingRun::Point::loss, true, true, false},
+      {"perplexity", &TrainingRun::Point::ppl, true, true, true},
+      {"learning rate", &TrainingRun::Point::lr, true, false, false},
+      {"validation BLEU", &TrainingRun::Point::bleu, false, true, false}};
   const std::pair<const char*, Field> axes[] = {{"updates", &TrainingRun::Point::update},
                                                 {"minutes", &TrainingRun::Point::minutes}};
   std::vector<ChartPanel> panels;

@@ -3,12 +3,12 @@
 
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "app/attention_output.h"
@@ -28,9 +28,9 @@ struct TranslateOptions {
   std::string output = "-";
   std::string format = "text";
   int64_t buffer_size = 0;
-  std::string attention_out;        // directory of attention pages (empty = none)
-  std::string alignment;            // "" | hard | soft
-  int64_t alignment_layer = -2;     // the cross-attention layer alignments come from
+  std::string attention_out;     // directory of attention pages (empty = none)
+  std::string alignment;         // "" | hard | soft
+  int64_t alignment_layer = -2;  // the cross-attention layer alignments come from
   RuntimeOptions runtime;
   DecodingOptions decoding;
 };
@@ -116,11 +116,11 @@ void run_translate(const TranslateOptions& options) {
       const size_t line_number = input.first_line_number() + i;
       if (translations[i].truncated) {
         const int64_t limit = translator.source_limit();
-        spdlog::warn("{}:{}: longer than {} subwords ({}); translated its first {} only", input.name(), line_number,
-                     limit, limit < options.decoding.translator.max_source_len
-                                ? "the most the model's learned positions can read"
-                                : "--max-source-len",
-                     limit);
+        spdlog::warn(
+            "{}:{}: longer than {} subwords ({}); translated its first {} only", input.name(), line_number, limit,
+            limit < options.decoding.translator.max_source_len ? "the most the model's learned positions can read"
+                                                               : "--max-source-len",
+            limit);
       }
       std::optional<Alignment> alignment;
       if ((pages || !options.alignment.empty())) {
@@ -145,8 +145,8 @@ void run_translate(const TranslateOptions& options) {
     spdlog::info("attention pages: {}/index.html", options.attention_out);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("translated {} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} target subwords/s", sentences,
-               seconds, sentences / std::max(seconds, 1e-9), translator.target_tokens() / std::max(seconds, 1e-9));
+  spdlog::info("translated {} sentences in {:.2f} s: {:.1f} sentences/s, {:.1f} target subwords/s", sentences, seconds,
+               sentences / std::max(seconds, 1e-9), translator.target_tokens() / std::max(seconds, 1e-9));
 }
 
 }  // namespace
@@ -159,7 +159,8 @@ void add_translate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--input,-i", o.input, "Text to translate (- = stdin, .gz allowed)")->capture_default_str();
   cmd->add_option("--output,-o", o.output, "Where to write translations (- = stdout)")->capture_default_str();
   add_decoding_options(*cmd, o.decoding);
-  cmd->add_option("--nbest", o.decoding.translator.search.nbest, "Alternatives per sentence (text: Moses n-best format)")
+  cmd->add_option("--nbest", o.decoding.translator.search.nbest,
+                  "Alternatives per sentence (text: Moses n-best format)")
       ->capture_default_str();
   cmd->add_option("--buffer-size", o.buffer_size,
                   "Lines read before translating (0 = as many as are ready, up to 4000)")

@@ -48,9 +48,8 @@ void BatchPrefetcher::begin_epoch(std::vector<std::vector<int64_t>> batches, siz
 void BatchPrefetcher::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] {
-      return stopping_ || (!error_ && produce_ < batches_.size() && ready_.size() < kAhead);
-    });
+    changed_.wait(lock,
+                  [this] { return stopping_ || (!error_ && produce_ < batches_.size() && ready_.size() < kAhead); });
     if (stopping_) return;
     const size_t index = produce_++;
     busy_ = true;

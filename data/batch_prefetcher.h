@@ -42,13 +42,13 @@ class BatchPrefetcher {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::vector<int64_t>> batches_;
-  size_t next_ = 0;            // the batch next() returns next
-  size_t produce_ = 0;         // the batch the worker collates next
-  bool busy_ = false;          // the worker is collating (reading batches_) right now
-  std::deque<Batch> ready_;    // collated, not yet handed out
-  std::exception_ptr error_;   // what stopped collation, rethrown by next()
+  size_t next_ = 0;           // the batch next() returns next
+  size_t produce_ = 0;        // the batch the worker collates next
+  bool busy_ = false;         // the worker is collating (reading batches_) right now
+  std::deque<Batch> ready_;   // collated, not yet handed out
+  std::exception_ptr error_;  // what stopped collation, rethrown by next()
   bool stopping_ = false;
-  std::thread worker_;         // last: starts once everything above exists
+  std::thread worker_;  // last: starts once everything above exists
 };
 
 }  // namespace tfm

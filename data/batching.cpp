@@ -40,9 +40,12 @@ void check_every_pair_fits(const ParallelDataset& data, int64_t max_tokens) {
     const int64_t target = data.target.length(i) + 1;  // + bos / eos
     if (source > max_tokens || target > max_tokens) {
       throw std::invalid_argument("pair " + std::to_string(i) + " has " + std::to_string(source) + " source and " +
-                                  std::to_string(target) + " target tokens (with eos/bos), more than " + option_name("max_tokens") + " " +
-                                  std::to_string(max_tokens) + " (raise " + option_name("max_tokens") + ", or prepare the corpus with a "
-                                  "lower " + option_name("max_len") + ")");
+                                  std::to_string(target) + " target tokens (with eos/bos), more than " +
+                                  option_name("max_tokens") + " " + std::to_string(max_tokens) + " (raise " +
+                                  option_name("max_tokens") +
+                                  ", or prepare the corpus with a "
+                                  "lower " +
+                                  option_name("max_len") + ")");
     }
   }
 }
@@ -63,7 +66,8 @@ std::vector<int64_t> length_sorted_indices(const ParallelDataset& data, SplitMix
 
 void validate(const BatchingOptions& options) {
   if (options.max_tokens < 2) {
-    throw std::invalid_argument(option_name("max_tokens") + " " + std::to_string(options.max_tokens) + ": must be at least 2");
+    throw std::invalid_argument(option_name("max_tokens") + " " + std::to_string(options.max_tokens) +
+                                ": must be at least 2");
   }
   if (options.max_sentences < 0) {
     throw std::invalid_argument(option_name("max_sentences") + " " + std::to_string(options.max_sentences) +

@@ -13,9 +13,9 @@ namespace tfm {
 
 /// How make_batches groups pairs.
 struct BatchingOptions {
-  int64_t max_tokens = 4096;   // bound on each side's padded size: sentences x (longest + 1)
-  int64_t max_sentences = 0;   // 0 = no limit
-  uint64_t seed = 1;           // with the epoch, fixes the batch order and composition
+  int64_t max_tokens = 4096;  // bound on each side's padded size: sentences x (longest + 1)
+  int64_t max_sentences = 0;  // 0 = no limit
+  uint64_t seed = 1;          // with the epoch, fixes the batch order and composition
 };
 
 /// Throws std::invalid_argument naming the flag for a bad value.
@@ -32,9 +32,9 @@ std::vector<std::vector<int64_t>> make_batches(const ParallelDataset& data, cons
 
 /// One batch as tensors (on the CPU), B = sentences, S/T = longest source/target + 1.
 struct Batch {
-  torch::Tensor source;      // [B, S] int64: tokens + eos, right-padded with kPadId
-  torch::Tensor target_in;   // [B, T] int64: bos + tokens, padded
-  torch::Tensor target_out;  // [B, T] int64: tokens + eos, padded
+  torch::Tensor source;                          // [B, S] int64: tokens + eos, right-padded with kPadId
+  torch::Tensor target_in;                       // [B, T] int64: bos + tokens, padded
+  torch::Tensor target_out;                      // [B, T] int64: tokens + eos, padded
   int64_t source_tokens = 0, target_tokens = 0;  // non-pad counts (target counts target_out)
   std::vector<int64_t> indices;                  // dataset rows, in batch order
 };

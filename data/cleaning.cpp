@@ -12,7 +12,8 @@ namespace tfm {
 
 void validate(const CleaningOptions& options) {
   if (options.max_len < 1) {
-    throw std::invalid_argument(option_name("max_len") + " " + std::to_string(options.max_len) + ": must be at least 1");
+    throw std::invalid_argument(option_name("max_len") + " " + std::to_string(options.max_len) +
+                                ": must be at least 1");
   }
   if (!(options.max_len_ratio == 0.0 || options.max_len_ratio >= 1.0)) {
     throw std::invalid_argument(option_name("max_len_ratio") + " " + std::to_string(options.max_len_ratio) +
@@ -25,7 +26,8 @@ CleaningRule check_pair(int64_t source_length, int64_t target_length, const Clea
   const int64_t longer = std::max(source_length, target_length);
   if (shorter == 0) return CleaningRule::kEmpty;
   if (longer > options.max_len) return CleaningRule::kTooLong;
-  if (options.max_len_ratio > 0.0 && static_cast<double>(longer) > options.max_len_ratio * static_cast<double>(shorter)) {
+  if (options.max_len_ratio > 0.0 &&
+      static_cast<double>(longer) > options.max_len_ratio * static_cast<double>(shorter)) {
     return CleaningRule::kBadRatio;
   }
   return CleaningRule::kKept;
@@ -33,10 +35,14 @@ CleaningRule check_pair(int64_t source_length, int64_t target_length, const Clea
 
 const char* rule_name(CleaningRule rule) {
   switch (rule) {
-    case CleaningRule::kKept: return "kept";
-    case CleaningRule::kEmpty: return "empty";
-    case CleaningRule::kTooLong: return "too long";
-    case CleaningRule::kBadRatio: return "length ratio";
+    case CleaningRule::kKept:
+      return "kept";
+    case CleaningRule::kEmpty:
+      return "empty";
+    case CleaningRule::kTooLong:
+      return "too long";
+    case CleaningRule::kBadRatio:
+      return "length ratio";
   }
   return "?";
 }
@@ -44,10 +50,18 @@ const char* rule_name(CleaningRule rule) {
 void CleaningReport::count(CleaningRule rule) {
   ++read;
   switch (rule) {
-    case CleaningRule::kKept: ++kept; break;
-    case CleaningRule::kEmpty: ++empty; break;
-    case CleaningRule::kTooLong: ++too_long; break;
-    case CleaningRule::kBadRatio: ++bad_ratio; break;
+    case CleaningRule::kKept:
+      ++kept;
+      break;
+    case CleaningRule::kEmpty:
+      ++empty;
+      break;
+    case CleaningRule::kTooLong:
+      ++too_long;
+      break;
+    case CleaningRule::kBadRatio:
+      ++bad_ratio;
+      break;
   }
 }
 

@@ -8,8 +8,8 @@ namespace tfm {
 
 /// Which pairs to keep. Lengths are in subwords, without bos/eos.
 struct CleaningOptions {
-  int64_t max_len = 256;        // --max-len: drop a pair if either side is longer
-  double max_len_ratio = 9.0;   // --max-len-ratio: drop if longer/shorter side exceeds it (0 = no limit)
+  int64_t max_len = 256;       // --max-len: drop a pair if either side is longer
+  double max_len_ratio = 9.0;  // --max-len-ratio: drop if longer/shorter side exceeds it (0 = no limit)
 };
 
 /// Throws std::invalid_argument naming the flag for a bad value.
@@ -26,7 +26,7 @@ const char* rule_name(CleaningRule rule);
 
 /// How many pairs each rule dropped.
 struct CleaningReport {
-  int64_t read = 0;       // pairs seen
+  int64_t read = 0;  // pairs seen
   int64_t kept = 0;
   int64_t empty = 0;      // a side with no subwords (an empty or blank line)
   int64_t too_long = 0;   // a side longer than max_len

@@ -21,7 +21,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the dataset format is 
 
 constexpr char kMagic[8] = {'T', 'F', 'M', 'D', 'A', 'T', 'A', '\0'};
 constexpr size_t kHeaderBytes = 64;
-constexpr size_t kHeaderCrcAt = 52;  // the header checksum covers bytes [0, 52)
+constexpr size_t kHeaderCrcAt = 52;    // the header checksum covers bytes [0, 52)
 constexpr size_t kBlockIds = 1 << 20;  // ids converted and checksummed per block
 using HeaderBytes = std::array<unsigned char, kHeaderBytes>;
 
@@ -92,7 +92,8 @@ Header decode_header(const HeaderBytes& bytes, const std::string& path) {
     if (count < 0 || count > kLimit) throw std::runtime_error(path + ": corrupt dataset header (bad count)" + hint);
   }
   if (header.id_bytes != 2 && header.id_bytes != 4) {
-    throw std::runtime_error(path + ": corrupt dataset header (" + std::to_string(header.id_bytes) + "-byte ids)" + hint);
+    throw std::runtime_error(path + ": corrupt dataset header (" + std::to_string(header.id_bytes) + "-byte ids)" +
+                             hint);
   }
   return header;
 }
@@ -151,7 +152,8 @@ void read_ids(ChecksummedReader& reader, int64_t count, std::vector<int32_t>& id
     for (size_t begin = 0; begin < ids.size(); begin += kBlockIds) {
       const size_t size = std::min(ids.size() - begin, kBlockIds);
       reader.read(block.data(), size * sizeof(Id));
-      std::copy(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(size), ids.begin() + static_cast<std::ptrdiff_t>(begin));
+      std::copy(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(size),
+                ids.begin() + static_cast<std::ptrdiff_t>(begin));
     }
   }
 }
@@ -216,10 +218,12 @@ LoadedDataset load_dataset(const std::string& path) {
   }
   for (TokenizedSide* side : {&data.source, &data.target}) {
     const int64_t count = side == &data.source ? header.source_tokens : header.target_tokens;
-    header.id_bytes == 2 ? read_ids<uint16_t>(reader, count, side->tokens) : read_ids<int32_t>(reader, count, side->tokens);
+    header.id_bytes == 2 ? read_ids<uint16_t>(reader, count, side->tokens)
+                         : read_ids<int32_t>(reader, count, side->tokens);
   }
   if (reader.crc != header.payload_crc) {
-    throw std::runtime_error(path + ": corrupt dataset file (checksum mismatch; run `tfm prepare` again to rebuild it)");
+    throw std::runtime_error(path +
+                             ": corrupt dataset file (checksum mismatch; run `tfm prepare` again to rebuild it)");
   }
   check_offsets(data.source, path);
   check_offsets(data.target, path);
@@ -227,8 +231,9 @@ LoadedDataset load_dataset(const std::string& path) {
   for (const TokenizedSide* side : {&data.source, &data.target}) {
     for (const int32_t id : side->tokens) {
       if (id < 0 || id >= header.vocab_size) {
-        throw std::runtime_error(path + ": corrupt dataset file (id " + std::to_string(id) + " outside the vocabulary of " +
-                                 std::to_string(header.vocab_size) + "; run `tfm prepare` again to rebuild it)");
+        throw std::runtime_error(path + ": corrupt dataset file (id " + std::to_string(id) +
+                                 " outside the vocabulary of " + std::to_string(header.vocab_size) +
+                                 "; run `tfm prepare` again to rebuild it)");
       }
     }
   }

@@ -27,9 +27,9 @@ namespace tfm {
 /// The format version this build writes and reads.
 constexpr uint32_t kDatasetFormatVersion = 1;
 
-/// Writes `data` to `path` durably (runtime/durable_file.h: a crash never leaves half a file). Ids are stored as uint16 when `vocab_size` <= 65536, else int32.
-/// Throws std::invalid_argument when an id is outside [0, vocab_size), std::runtime_error when the
-/// file cannot be written.
+/// Writes `data` to `path` durably (runtime/durable_file.h: a crash never leaves half a file). Ids are stored as uint16
+/// when `vocab_size` <= 65536, else int32. Throws std::invalid_argument when an id is outside [0, vocab_size),
+/// std::runtime_error when the file cannot be written.
 void save_dataset(const ParallelDataset& data, int64_t vocab_size, const std::string& path);
 
 /// A split read back from its file.

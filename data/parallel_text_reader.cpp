@@ -49,8 +49,8 @@ class LinePairs : public ParallelTextReader::Source {
       LineReader& longer = has_source ? source_ : target_;
       for (std::string rest; longer.next(rest);) {
       }
-      throw std::runtime_error(count_mismatch(source_.path(), source_.line_number(), target_.path(),
-                                              target_.line_number(), "lines"));
+      throw std::runtime_error(
+          count_mismatch(source_.path(), source_.line_number(), target_.path(), target_.line_number(), "lines"));
     }
     return false;
   }

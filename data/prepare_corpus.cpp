@@ -9,7 +9,6 @@
 
 #include "text/option_names.h"
 
-
 namespace fs = std::filesystem;
 
 namespace tfm {
@@ -86,7 +85,8 @@ PreparedSplit prepare_corpus_split(const CorpusFiles& files, const std::string& 
   PreparedSplit split = prepare_split(reader, tokenizer, options);
   log_report(name, split.report, options.cleaning);
   if (split.data.size() == 0) {
-    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " + option_name("max_len") + ")");
+    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " +
+                             option_name("max_len") + ")");
   }
   return split;
 }

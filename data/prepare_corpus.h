@@ -25,10 +25,10 @@ void validate(const CorpusFiles& files, const std::string& name, bool required);
 ParallelTextReader open_corpus(const CorpusFiles& files);
 
 struct PrepareCorpusOptions {
-  CorpusFiles train, valid;          // valid is optional
-  std::string spm;                   // an existing SentencePiece model; empty = train a joint one
-  TokenizerTrainOptions tokenizer;   // when training one (its `inputs` are filled in here)
-  PrepareOptions prepare;            // cleaning rules and tokenization threads
+  CorpusFiles train, valid;         // valid is optional
+  std::string spm;                  // an existing SentencePiece model; empty = train a joint one
+  TokenizerTrainOptions tokenizer;  // when training one (its `inputs` are filled in here)
+  PrepareOptions prepare;           // cleaning rules and tokenization threads
 };
 
 struct PreparedCorpus {

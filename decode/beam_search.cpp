@@ -28,7 +28,6 @@ struct SentenceSearch {
   std::vector<Hypothesis> finished;  // best first, at most K
 };
 
-
 /// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
 RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam) {
   RowFacts facts;
@@ -43,8 +42,7 @@ RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int6
   return facts;
 }
 
-void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double log_prob, int64_t beam,
-                  double alpha) {
+void add_finished(SentenceSearch& sentence, std::vector<int64_t> tokens, double log_prob, int64_t beam, double alpha) {
   Hypothesis hypothesis = make_hypothesis(std::move(tokens), log_prob, alpha);
   auto& finished = sentence.finished;
   finished.insert(std::upper_bound(finished.begin(), finished.end(), hypothesis,
@@ -127,7 +125,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   const int64_t beam = options.beam;
   const int64_t vocab = scorer.vocab_size();
   const auto device = source.device();
-  if (static_cast<int64_t>(source_lengths.size()) != batch) throw std::invalid_argument("beam_search: one length a row");
+  if (static_cast<int64_t>(source_lengths.size()) != batch)
+    throw std::invalid_argument("beam_search: one length a row");
   std::vector<std::vector<Hypothesis>> results(batch);
   std::vector<SentenceSearch> active = start_sentences(source_lengths, options);
   const LogitsProcessors processors(options);
@@ -153,9 +152,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
     for (size_t a = 0; a < active.size(); ++a) {
       auto& sentence = active[a];
       std::vector<int64_t> tokens;
-      const auto parents = select_next(sentence, scores_cpu.data_ptr<float>() + a * width,
-                                       ids_cpu.data_ptr<int64_t>() + a * width, vocab, beam,
-                                       options.length_penalty, tokens);
+      const auto parents =
+          select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
+                      vocab, beam, options.length_penalty, tokens);
       if (is_done(sentence, step + 1, options)) {
         results[sentence.index] = best_of(sentence, options.nbest);
         continue;

@@ -6,8 +6,8 @@
 
 #include <torch/torch.h>
 
-#include "decode/search_strategy.h"
 #include "decode/scorer.h"
+#include "decode/search_strategy.h"
 #include "model/linear.h"
 #include "runtime/errors.h"
 #include "text/option_names.h"
@@ -97,7 +97,8 @@ void validate(const TranslatorOptions& options) {
   if (options.batch_size < 0) throw std::invalid_argument(option_name("batch_size") + " must be >= 0");
   if (options.max_source_len < 1) throw std::invalid_argument(option_name("max_source_len") + " must be >= 1");
   if (options.quantize_int8 && options.precision != Precision::kFloat32) {
-    throw std::invalid_argument(option_name("quantize") + " int8 computes from float32 weights: use it with " + option_name("dtype") + " float32");
+    throw std::invalid_argument(option_name("quantize") + " int8 computes from float32 weights: use it with " +
+                                option_name("dtype") + " float32");
   }
 }
 
@@ -110,8 +111,8 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
   for (auto& model : models_) {
     if (model->config().vocab_size != models_.front()->config().vocab_size) {
       throw std::invalid_argument("ensemble members must share one vocabulary (" +
-                                  std::to_string(model->config().vocab_size) + " != " +
-                                  std::to_string(models_.front()->config().vocab_size) + ")");
+                                  std::to_string(model->config().vocab_size) +
+                                  " != " + std::to_string(models_.front()->config().vocab_size) + ")");
     }
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
     model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8);
@@ -178,8 +179,8 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
            " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " +
            std::to_string(options_.search.beam) + ")";
   };
-  auto results = naming_batch_on_out_of_memory(
-      describe_batch, [&] { return search_->search(*scorer, source.to(device_), lengths); });
+  auto results = naming_batch_on_out_of_memory(describe_batch,
+                                               [&] { return search_->search(*scorer, source.to(device_), lengths); });
   for (int64_t b = 0; b < batch; ++b) {
     if (!results[b].empty()) target_tokens_ += static_cast<int64_t>(results[b].front().tokens.size());
     out[rows[b]].nbest = std::move(results[b]);

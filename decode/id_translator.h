@@ -19,7 +19,7 @@ struct TranslatorOptions {
   int64_t batch_size = 0;         // sentences per batch (0 = bounded by max_tokens only)
   int64_t max_source_len = 1024;  // longer inputs are truncated (and flagged)
   Precision precision = Precision::kFloat32;
-  bool quantize_int8 = false;     // int8 linear layers (CPU, float32 weights): model/linear.h
+  bool quantize_int8 = false;  // int8 linear layers (CPU, float32 weights): model/linear.h
 };
 
 void validate(const TranslatorOptions& options);

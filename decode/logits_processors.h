@@ -11,8 +11,8 @@ namespace tfm {
 
 /// What the processors know of each row (hypothesis) at one decoding step.
 struct RowFacts {
-  int64_t step = 0;                                 // tokens generated so far (the same for every row)
-  std::vector<uint8_t> force_eos;                   // [N]: 1 where the hypothesis must end now (max length)
+  int64_t step = 0;                                  // tokens generated so far (the same for every row)
+  std::vector<uint8_t> force_eos;                    // [N]: 1 where the hypothesis must end now (max length)
   std::vector<const std::vector<int64_t>*> history;  // [N]: its tokens so far (for n-gram blocking)
 };
 

@@ -14,20 +14,24 @@ namespace tfm {
 void validate(const SearchOptions& options) {
   if (options.beam < 1) throw std::invalid_argument(option_name("beam") + " must be >= 1");
   if (options.nbest < 1 || options.nbest > options.beam) {
-    throw std::invalid_argument(option_name("nbest") + " " + std::to_string(options.nbest) + ": must be between 1 and " + option_name("beam") + " " +
-                                std::to_string(options.beam));
+    throw std::invalid_argument(option_name("nbest") + " " + std::to_string(options.nbest) +
+                                ": must be between 1 and " + option_name("beam") + " " + std::to_string(options.beam));
   }
   if (options.max_len_a < 0 || options.max_len_b < 0 || (options.max_len_a == 0 && options.max_len_b == 0)) {
-    throw std::invalid_argument(option_name("max_len_a") + "/" + option_name("max_len_b") + " must be >= 0 and allow at least one token");
+    throw std::invalid_argument(option_name("max_len_a") + "/" + option_name("max_len_b") +
+                                " must be >= 0 and allow at least one token");
   }
   if (options.no_repeat_ngram < 0) throw std::invalid_argument(option_name("no_repeat_ngram") + " must be >= 0");
   if (options.max_len_limit < 0) throw std::invalid_argument("max_len_limit must be >= 0");
   if (options.min_len < 0) throw std::invalid_argument(option_name("min_len") + " must be >= 0");
   const SamplingOptions& sampling = options.sampling;
   if (!sampling.enabled) return;
-  if (options.nbest != 1) throw std::invalid_argument(option_name("sampling") + " draws one translation per sentence: no " + option_name("nbest"));
+  if (options.nbest != 1)
+    throw std::invalid_argument(option_name("sampling") + " draws one translation per sentence: no " +
+                                option_name("nbest"));
   if (sampling.top_k < 0) throw std::invalid_argument(option_name("sampling") + " topk:K needs K >= 0");
-  if (!(sampling.top_p > 0 && sampling.top_p <= 1)) throw std::invalid_argument(option_name("sampling") + " topp:P needs 0 < P <= 1");
+  if (!(sampling.top_p > 0 && sampling.top_p <= 1))
+    throw std::invalid_argument(option_name("sampling") + " topp:P needs 0 < P <= 1");
   if (!(sampling.temperature > 0) || !std::isfinite(sampling.temperature)) {
     throw std::invalid_argument(option_name("temperature") + " must be > 0");
   }

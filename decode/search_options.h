@@ -17,20 +17,20 @@ struct SamplingOptions {
 /// How a batch is decoded. The defaults are the paper's (§6.1: beam 4, maximum output length
 /// input + 50) but for the length penalty (chosen on Multi30k validation; BENCHMARKS.md).
 struct SearchOptions {
-  int64_t beam = 4;              // 1 = greedy
-  int64_t nbest = 1;             // hypotheses returned per sentence (<= beam)
-  double length_penalty = 1.5;   // alpha in GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha
-  double max_len_a = 0.0;        // maximum output length = a * source length + b (eos included)
+  int64_t beam = 4;             // 1 = greedy
+  int64_t nbest = 1;            // hypotheses returned per sentence (<= beam)
+  double length_penalty = 1.5;  // alpha in GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha
+  double max_len_a = 0.0;       // maximum output length = a * source length + b (eos included)
   int64_t max_len_b = 50;
-  int64_t max_len_limit = 0;     // and never more than this (0: no limit): the longest output the model can position
-  int64_t min_len = 0;           // eos is not allowed before this many tokens
-  double unk_penalty = 0.0;      // subtracted from unk's log-probability at every step
-  int64_t no_repeat_ngram = 0;   // forbid repeating any n-gram of this size (0 = off)
+  int64_t max_len_limit = 0;    // and never more than this (0: no limit): the longest output the model can position
+  int64_t min_len = 0;          // eos is not allowed before this many tokens
+  double unk_penalty = 0.0;     // subtracted from unk's log-probability at every step
+  int64_t no_repeat_ngram = 0;  // forbid repeating any n-gram of this size (0 = off)
   /// When a sentence's beam search ends. false (default): once no live beam can still beat its
   /// n-best finished ones under the length penalty (exact, may run long). true: as soon as it has
   /// `beam` finished hypotheses (fairseq's rule; CTranslate2's with patience 1): faster, rarely different.
   bool early_stop = false;
-  SamplingOptions sampling;      // when enabled, replaces the search (beam is not used)
+  SamplingOptions sampling;  // when enabled, replaces the search (beam is not used)
 };
 
 /// Throws std::invalid_argument naming the option.

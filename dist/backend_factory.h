@@ -10,13 +10,13 @@ namespace tfm {
 /// runs every collective through c10d::Backend's interface).
 
 /// Gloo, compiled into libtorch_cpu (dist/gloo_backend.cpp).
-c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                    int size, std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout);
 
 /// NCCL, compiled into libtorch_cuda, which tfm opens only at run time: built by the plugin
 /// libtfm_nccl.so (dist/nccl/), opened here after LibTorch's CUDA half (dist/nccl_backend.cpp).
-c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                    int size, std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout);
 
 /// The plugin's one entry point, looked up by name with dlsym.
 using MakeBackendFunction = c10::intrusive_ptr<c10d::Backend> (*)(const c10::intrusive_ptr<c10d::Store>&, int, int,

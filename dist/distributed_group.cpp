@@ -20,7 +20,10 @@ std::string default_backend(const torch::Device& device) { return device.is_cuda
 
 DistributedGroup::DistributedGroup(const TorchrunEnv& env, const std::string& backend,
                                    std::chrono::milliseconds timeout)
-    : rank_(env.rank), size_(env.world_size), backend_name_(backend), timeout_(timeout),
+    : rank_(env.rank),
+      size_(env.world_size),
+      backend_name_(backend),
+      timeout_(timeout),
       backend_(std::make_unique<Backend>()) {
   if (backend != "gloo" && backend != "nccl") {
     throw std::invalid_argument(option_name("dist_backend") + " " + backend + ": expected gloo or nccl");
@@ -44,19 +47,19 @@ DistributedGroup::DistributedGroup(const TorchrunEnv& env, const std::string& ba
     throw;
   } catch (const std::exception& error) {
     throw DistributedError("rank " + std::to_string(rank_) + ": cannot join the " + std::to_string(size_) +
-                           "-process group at " + env.master_addr + ":" + std::to_string(env.master_port) +
-                           " within " + option_name("dist_timeout") + ": " + message_of(error));
+                           "-process group at " + env.master_addr + ":" + std::to_string(env.master_port) + " within " +
+                           option_name("dist_timeout") + ": " + message_of(error));
   }
-  spdlog::info("distributed: rank {} of {}, {} backend, rendezvous at {}:{}", rank_, size_, backend,
-               env.master_addr, env.master_port);
+  spdlog::info("distributed: rank {} of {}, {} backend, rendezvous at {}:{}", rank_, size_, backend, env.master_addr,
+               env.master_port);
 }
 
 DistributedGroup::~DistributedGroup() = default;
 
 void DistributedGroup::fail(const char* what, const std::exception& error) const {
   throw DistributedError("rank " + std::to_string(rank_) + ": " + what + " failed (another rank exited, or " +
-                         "none answered within " + option_name("dist_timeout") + " " + std::to_string(timeout_.count() / 1000) +
-                         " s): " + message_of(error));
+                         "none answered within " + option_name("dist_timeout") + " " +
+                         std::to_string(timeout_.count() / 1000) + " s): " + message_of(error));
 }
 
 void DistributedGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {

@@ -13,8 +13,8 @@
 
 namespace tfm {
 
-c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                    int size, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
   // As torch.distributed: GLOO_SOCKET_IFNAME names the network interface; otherwise Gloo binds to
   // the address this host's name resolves to (falling back to the loopback device).
   c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> options;

@@ -21,8 +21,8 @@ std::filesystem::path plugin_path() {
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                    int size, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
   const auto& cuda = load_cuda_library();  // the plugin links libtorch_cuda: LibTorch's CUDA half first
   if (!cuda.loaded) throw std::invalid_argument(option_name("dist_backend") + " nccl needs CUDA: " + cuda.reason);
   const auto path = plugin_path();

@@ -13,14 +13,15 @@ int read_int(const std::function<const char*(const char*)>& lookup, const char* 
   const char* text = lookup(name);
   if (text == nullptr || *text == '\0') {
     if (fallback) return *fallback;
-    throw std::invalid_argument(std::string(name) + " is not set (a multi-process run needs MASTER_ADDR, "
+    throw std::invalid_argument(std::string(name) +
+                                " is not set (a multi-process run needs MASTER_ADDR, "
                                 "MASTER_PORT, WORLD_SIZE, RANK and LOCAL_RANK, as torchrun sets them)");
   }
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
   if (*end != '\0' || value < low || value > high) {
-    throw std::invalid_argument(std::string(name) + "=" + text + ": expected an integer from " +
-                                std::to_string(low) + " to " + std::to_string(high));
+    throw std::invalid_argument(std::string(name) + "=" + text + ": expected an integer from " + std::to_string(low) +
+                                " to " + std::to_string(high));
   }
   return static_cast<int>(value);
 }

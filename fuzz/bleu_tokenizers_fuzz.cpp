@@ -9,8 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string segment(reinterpret_cast<const char*>(data), size);
-  for (const auto tokenizer : {tfm::BleuTokenizer::k13a, tfm::BleuTokenizer::kIntl, tfm::BleuTokenizer::kChar,
-                               tfm::BleuTokenizer::kNone}) {
+  for (const auto tokenizer :
+       {tfm::BleuTokenizer::k13a, tfm::BleuTokenizer::kIntl, tfm::BleuTokenizer::kChar, tfm::BleuTokenizer::kNone}) {
     try {
       const std::string joined = tfm::tokenize(tokenizer, segment);
       const auto tokens = tfm::tokenize_to_tokens(tokenizer, segment);

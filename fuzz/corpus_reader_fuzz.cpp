@@ -43,12 +43,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check_pairs(tfm::ParallelTextReader::open_tsv(tfm::fuzz::write_scratch("corpus.tsv", data, size)));
         break;
       case 1:
-        check_pairs(tfm::ParallelTextReader::open_files(tfm::fuzz::write_scratch("corpus.en", data, half),
-                                                        tfm::fuzz::write_scratch("corpus.de", data + half, size - half)));
+        check_pairs(
+            tfm::ParallelTextReader::open_files(tfm::fuzz::write_scratch("corpus.en", data, half),
+                                                tfm::fuzz::write_scratch("corpus.de", data + half, size - half)));
         break;
       case 2:
-        check_pairs(tfm::ParallelTextReader::open_files(tfm::fuzz::write_scratch("set.en.sgm", data, half),
-                                                        tfm::fuzz::write_scratch("set.de.sgm", data + half, size - half)));
+        check_pairs(
+            tfm::ParallelTextReader::open_files(tfm::fuzz::write_scratch("set.en.sgm", data, half),
+                                                tfm::fuzz::write_scratch("set.de.sgm", data + half, size - half)));
         break;
       default: {
         tfm::LineStream stream(tfm::fuzz::write_scratch("input.txt", data, size));

@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto loaded = tfm::load_dataset(tfm::fuzz::write_scratch("train.bin", file.data(), file.size()));
     const auto& dataset = loaded.data;
     for (const tfm::TokenizedSide* side : {&dataset.source, &dataset.target}) {
-      tfm::fuzz::require(static_cast<int64_t>(side->offsets.size()) == dataset.size() + 1, "one offset per pair, plus one");
+      tfm::fuzz::require(static_cast<int64_t>(side->offsets.size()) == dataset.size() + 1,
+                         "one offset per pair, plus one");
       for (int64_t i = 0; i < dataset.size(); ++i) {
         tfm::fuzz::require(side->offsets[i] <= side->offsets[i + 1], "offsets ascend");
       }

@@ -55,15 +55,20 @@ SmoothMethod parse_smooth_method(const std::string& name) {
   if (name == "floor") return SmoothMethod::kFloor;
   if (name == "add-k") return SmoothMethod::kAddK;
   if (name == "none") return SmoothMethod::kNone;
-  throw std::invalid_argument(option_name("smooth_method") + " " + name + ": unknown method (use exp, floor, add-k or none)");
+  throw std::invalid_argument(option_name("smooth_method") + " " + name +
+                              ": unknown method (use exp, floor, add-k or none)");
 }
 
 std::string smooth_method_name(SmoothMethod method) {
   switch (method) {
-    case SmoothMethod::kExp: return "exp";
-    case SmoothMethod::kFloor: return "floor";
-    case SmoothMethod::kAddK: return "add-k";
-    case SmoothMethod::kNone: return "none";
+    case SmoothMethod::kExp:
+      return "exp";
+    case SmoothMethod::kFloor:
+      return "floor";
+    case SmoothMethod::kAddK:
+      return "add-k";
+    case SmoothMethod::kNone:
+      return "none";
   }
   throw std::logic_error("unknown SmoothMethod");
 }
@@ -72,8 +77,8 @@ void validate(const BleuOptions& options) {
   if (!options.smooth_value) return;
   const double value = *options.smooth_value;
   if (options.smooth_method != SmoothMethod::kFloor && options.smooth_method != SmoothMethod::kAddK) {
-    throw std::invalid_argument(option_name("smooth_value") + " applies to " + option_name("smooth_method") + " floor or add-k only, not " +
-                                smooth_method_name(options.smooth_method));
+    throw std::invalid_argument(option_name("smooth_value") + " applies to " + option_name("smooth_method") +
+                                " floor or add-k only, not " + smooth_method_name(options.smooth_method));
   }
   if (!std::isfinite(value) || value < 0.0) {
     throw std::invalid_argument(option_name("smooth_value") + " " + std::to_string(value) + ": must be a number >= 0");
@@ -141,7 +146,7 @@ BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options) {
   if (std::all_of(stats.matches.begin(), stats.matches.end(), [](int64_t m) { return m == 0; })) return result;
 
   const double value = smooth_value_or_default(options);
-  double exp_denominator = 1.0;  // doubles at each zero-match order (method "exp")
+  double exp_denominator = 1.0;   // doubles at each zero-match order (method "exp")
   size_t orders = kBleuMaxOrder;  // orders averaged in the geometric mean
   for (size_t n = 1; n <= kBleuMaxOrder; ++n) {
     double matches = static_cast<double>(stats.matches[n - 1]);

@@ -51,8 +51,8 @@ double smooth_value_or_default(const BleuOptions& options);
 /// BLEU's sufficient statistics. Corpus BLEU sums them over segments (it is not an average
 /// of sentence scores). Counts are before any smoothing.
 struct BleuStats {
-  int64_t hyp_len = 0;  // hypothesis tokens
-  int64_t ref_len = 0;  // tokens of the closest reference (ties: the shorter one)
+  int64_t hyp_len = 0;                           // hypothesis tokens
+  int64_t ref_len = 0;                           // tokens of the closest reference (ties: the shorter one)
   std::array<int64_t, kBleuMaxOrder> matches{};  // clipped n-gram matches, n = 1..4
   std::array<int64_t, kBleuMaxOrder> totals{};   // hypothesis n-grams, n = 1..4
 
@@ -60,10 +60,10 @@ struct BleuStats {
 };
 
 struct BleuScore {
-  double score = 0.0;  // 0..100
+  double score = 0.0;                              // 0..100
   std::array<double, kBleuMaxOrder> precisions{};  // percent, after smoothing
-  double bp = 0.0;     // brevity penalty
-  double ratio = 0.0;  // hyp_len / ref_len (0 when ref_len is 0)
+  double bp = 0.0;                                 // brevity penalty
+  double ratio = 0.0;                              // hyp_len / ref_len (0 when ref_len is 0)
   BleuStats stats;
 };
 

@@ -63,8 +63,8 @@ bool is_hyphen(char32_t c) { return c == U'-'; }
 
 /// [\{-\~\[-\` -\&\(-\+\:-\@\/]: ASCII punctuation except . , ' and - (handled by context), plus space.
 bool is_13a_isolated(char32_t c) {
-  return (c >= U'{' && c <= U'~') || (c >= U'[' && c <= U'`') || (c >= U' ' && c <= U'&') ||
-         (c >= U'(' && c <= U'+') || (c >= U':' && c <= U'@') || c == U'/';
+  return (c >= U'{' && c <= U'~') || (c >= U'[' && c <= U'`') || (c >= U' ' && c <= U'&') || (c >= U'(' && c <= U'+') ||
+         (c >= U':' && c <= U'@') || c == U'/';
 }
 
 bool not_number(char32_t c) { return !is_number(c); }
@@ -82,14 +82,14 @@ std::u32string tokenize_13a(std::u32string line) {
   line = pad_each(U" " + line + U" ", is_13a_isolated);
   line = split_pairs(line, not_ascii_digit, is_period_or_comma, false);  // period/comma unless after a digit
   line = split_pairs(line, is_period_or_comma, not_ascii_digit, true);   // ... unless before a digit
-  return split_pairs(line, is_ascii_digit, is_hyphen, false);           // dash after a digit
+  return split_pairs(line, is_ascii_digit, is_hyphen, false);            // dash after a digit
 }
 
 /// mteval-v14's international tokenization. Without 13a's padding, a final "2020." keeps its dot.
 std::u32string tokenize_intl(const std::u32string& line) {
   std::u32string out = split_pairs(line, not_number, is_punctuation, false);  // punctuation after a non-number
-  out = split_pairs(out, is_punctuation, not_number, true);                  // punctuation before a non-number
-  return pad_each(out, is_symbol);                                           // symbols always
+  out = split_pairs(out, is_punctuation, not_number, true);                   // punctuation before a non-number
+  return pad_each(out, is_symbol);                                            // symbols always
 }
 
 }  // namespace
@@ -99,15 +99,20 @@ BleuTokenizer parse_bleu_tokenizer(const std::string& name) {
   if (name == "intl") return BleuTokenizer::kIntl;
   if (name == "char") return BleuTokenizer::kChar;
   if (name == "none") return BleuTokenizer::kNone;
-  throw std::invalid_argument(option_name("tokenize") + " " + name + ": unknown tokenizer (use 13a, intl, char or none)");
+  throw std::invalid_argument(option_name("tokenize") + " " + name +
+                              ": unknown tokenizer (use 13a, intl, char or none)");
 }
 
 std::string tokenizer_name(BleuTokenizer tokenizer) {
   switch (tokenizer) {
-    case BleuTokenizer::k13a: return "13a";
-    case BleuTokenizer::kIntl: return "intl";
-    case BleuTokenizer::kChar: return "char";
-    case BleuTokenizer::kNone: return "none";
+    case BleuTokenizer::k13a:
+      return "13a";
+    case BleuTokenizer::kIntl:
+      return "intl";
+    case BleuTokenizer::kChar:
+      return "char";
+    case BleuTokenizer::kNone:
+      return "none";
   }
   throw std::logic_error("unknown BleuTokenizer");
 }
@@ -116,9 +121,15 @@ std::vector<std::string> tokenize_to_tokens(BleuTokenizer tokenizer, const std::
   const std::u32string text = utf8_to_u32(segment);
   std::vector<std::u32string> pieces;
   switch (tokenizer) {
-    case BleuTokenizer::k13a: pieces = split_python(tokenize_13a(text)); break;
-    case BleuTokenizer::kIntl: pieces = split_python(tokenize_intl(text)); break;
-    case BleuTokenizer::kNone: pieces = split_python(text); break;
+    case BleuTokenizer::k13a:
+      pieces = split_python(tokenize_13a(text));
+      break;
+    case BleuTokenizer::kIntl:
+      pieces = split_python(tokenize_intl(text));
+      break;
+    case BleuTokenizer::kNone:
+      pieces = split_python(text);
+      break;
     case BleuTokenizer::kChar:
       // sacreBLEU joins every character with spaces; splitting again drops the whitespace ones.
       for (const char32_t c : text) {

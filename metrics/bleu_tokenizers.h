@@ -8,7 +8,7 @@
 namespace tfm {
 
 enum class BleuTokenizer {
-  k13a,  // mteval-v13a.pl, WMT's standard and sacreBLEU's default
+  k13a,   // mteval-v13a.pl, WMT's standard and sacreBLEU's default
   kIntl,  // mteval-v14.pl --international-tokenization: Unicode punctuation and symbols
   kChar,  // every non-space character is a token (for languages written without spaces)
   kNone,  // whitespace only, for text the user tokenized already

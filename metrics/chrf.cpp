@@ -94,14 +94,15 @@ ChrfOrderStats match_stats(const NgramCounts& hyp, const NgramCounts& ref) {
 
 void validate(const ChrfOptions& options) {
   if (options.char_order < 1 || options.char_order > kMaxCharOrder) {
-    throw std::invalid_argument(option_name("chrf_char_order") + " " + std::to_string(options.char_order) + ": must be 1.." +
-                                std::to_string(kMaxCharOrder));
+    throw std::invalid_argument(option_name("chrf_char_order") + " " + std::to_string(options.char_order) +
+                                ": must be 1.." + std::to_string(kMaxCharOrder));
   }
   if (options.word_order < 0 || options.word_order > kMaxWordOrder) {
-    throw std::invalid_argument(option_name("chrf_word_order") + " " + std::to_string(options.word_order) + ": must be 0.." +
-                                std::to_string(kMaxWordOrder) + " (2 gives chrF++)");
+    throw std::invalid_argument(option_name("chrf_word_order") + " " + std::to_string(options.word_order) +
+                                ": must be 0.." + std::to_string(kMaxWordOrder) + " (2 gives chrF++)");
   }
-  if (options.beta < 0) throw std::invalid_argument(option_name("chrf_beta") + " " + std::to_string(options.beta) + ": must be >= 0");
+  if (options.beta < 0)
+    throw std::invalid_argument(option_name("chrf_beta") + " " + std::to_string(options.beta) + ": must be >= 0");
 }
 
 std::string chrf_name(const ChrfOptions& options) {

@@ -32,8 +32,9 @@ std::string bleu_details(const BleuScore& score) {
     if (!precisions.empty()) precisions += '/';
     precisions += fixed(precision, 1);
   }
-  return precisions + " (BP = " + fixed(score.bp, 3) + " ratio = " + fixed(score.ratio, 3) + " hyp_len = " +
-         std::to_string(score.stats.hyp_len) + " ref_len = " + std::to_string(score.stats.ref_len) + ")";
+  return precisions + " (BP = " + fixed(score.bp, 3) + " ratio = " + fixed(score.ratio, 3) +
+         " hyp_len = " + std::to_string(score.stats.hyp_len) + " ref_len = " + std::to_string(score.stats.ref_len) +
+         ")";
 }
 
 std::string bleu_line(const BleuScore& score, const std::string& signature, int decimals) {
@@ -68,11 +69,9 @@ nlohmann::ordered_json metric_json(const std::string& name, const std::string& s
 }
 
 nlohmann::ordered_json bleu_stats_json(const BleuScore& score) {
-  return {{"score", score.score},          {"verbose_score", bleu_details(score)},
-          {"counts", score.stats.matches}, {"totals", score.stats.totals},
-          {"precisions", score.precisions}, {"bp", score.bp},
-          {"ratio", score.ratio},           {"hyp_len", score.stats.hyp_len},
-          {"ref_len", score.stats.ref_len}};
+  return {{"score", score.score},         {"verbose_score", bleu_details(score)}, {"counts", score.stats.matches},
+          {"totals", score.stats.totals}, {"precisions", score.precisions},       {"bp", score.bp},
+          {"ratio", score.ratio},         {"hyp_len", score.stats.hyp_len},       {"ref_len", score.stats.ref_len}};
 }
 
 nlohmann::ordered_json chrf_stats_json(const ChrfScore& score, const ChrfOptions& options) {
@@ -89,8 +88,8 @@ nlohmann::ordered_json chrf_stats_json(const ChrfScore& score, const ChrfOptions
 
 nlohmann::ordered_json bleu_json(const BleuScore& score, const std::string& signature) {
   const nlohmann::ordered_json stats = bleu_stats_json(score);
-  nlohmann::ordered_json object = {{"name", "BLEU"}, {"score", score.score}, {"signature", signature},
-                                   {"verbose_score", stats["verbose_score"]}};
+  nlohmann::ordered_json object = {
+      {"name", "BLEU"}, {"score", score.score}, {"signature", signature}, {"verbose_score", stats["verbose_score"]}};
   merge_missing(object, metric_json("BLEU", signature));
   merge_missing(object, stats);
   return object;

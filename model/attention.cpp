@@ -17,8 +17,8 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
   return weights.masked_fill(has_key.logical_not(), 0.0);
 }
 
-torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
-                     double dropout, bool training) {
+torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask, double dropout,
+                     bool training) {
   const auto weights = torch::dropout(attention_weights(scores, mask), dropout, training);
   return torch::matmul(weights, v);  // [B, H, T, Dh]
 }

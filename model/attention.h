@@ -6,8 +6,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "model/linear.h"
 #include "model/attention_score.h"
+#include "model/linear.h"
 #include "model/model_config.h"
 
 namespace tfm {
@@ -16,8 +16,8 @@ namespace tfm {
 /// keys are all masked gets zero weights (not NaN).
 /// scores: [B, H, T, S], v: [B, H, S, Dh], mask: bool broadcastable to [B, H, T, S] or undefined
 /// -> [B, H, T, Dh]
-torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask,
-                     double dropout, bool training);
+torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask, double dropout,
+                     bool training);
 
 /// §3.2.1's weights: softmax(scores) with masked keys at 0, and a query with no key all 0.
 /// scores: [B, H, T, S], mask as attend() -> [B, H, T, S]

@@ -1,8 +1,8 @@
 #pragma once
 #include <cstdint>
 
-#include <torch/nn/module.h>
 #include <torch/arg.h>
+#include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -34,11 +34,11 @@ class AttentionScorerImpl : public torch::nn::Module {
 
   AttentionScore kind_;
   int64_t head_dim_;
-  torch::Tensor bilinear_;     // general: W per head, [H, Dh, Dh]
-  torch::Tensor query_proj_;   // additive: W_q per head, [H, Dh, Dh]
-  torch::Tensor key_proj_;     // additive: W_k per head, [H, Dh, Dh]
-  torch::Tensor energy_;       // additive: v per head, [H, Dh]
-  torch::Tensor sharpness_;    // cosine: g per head, [H]
+  torch::Tensor bilinear_;    // general: W per head, [H, Dh, Dh]
+  torch::Tensor query_proj_;  // additive: W_q per head, [H, Dh, Dh]
+  torch::Tensor key_proj_;    // additive: W_k per head, [H, Dh, Dh]
+  torch::Tensor energy_;      // additive: v per head, [H, Dh]
+  torch::Tensor sharpness_;   // cosine: g per head, [H]
 };
 TORCH_MODULE(AttentionScorer);
 

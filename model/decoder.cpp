@@ -32,7 +32,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask,
                                      int64_t step, int64_t rows_per_memory) {
   auto self_attend = [&](const torch::Tensor& in) {
-    auto [q, k, v] = self_attention->project_qkv(in);  // each [N, H, 1, Dh]
+    auto [q, k, v] = self_attention->project_qkv(in);      // each [N, H, 1, Dh]
     const auto [keys, values] = cache.append(k, v, step);  // each [N, H, step+1, Dh]
     // Earlier positions only exist in the cache, so causality needs no mask; a window does.
     torch::Tensor mask;
@@ -49,7 +49,8 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
     // [N, H, 1, Dh] -> [M, H, K, Dh], so memory keys and values are never repeated K times.
     const int64_t rows = q.size(0);
     const auto grouped = q.reshape({rows / rows_per_memory, rows_per_memory, q.size(1), q.size(3)}).transpose(1, 2);
-    return cross_attention->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_mask)  // [M, K, D]
+    return cross_attention
+        ->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_mask)  // [M, K, D]
         .reshape({rows, 1, -1});
   });
   return residual(h, feed_forward_norm, config_, is_training(),

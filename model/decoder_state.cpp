@@ -14,7 +14,9 @@ namespace {
 /// ~1.6x the live caches; doubling the capacity held up to twice the filled cache.
 constexpr int64_t kCapacityQuantum = 16;
 
-int64_t capacity_for(int64_t positions) { return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum; }
+int64_t capacity_for(int64_t positions) {
+  return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum;
+}
 
 /// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh], doubling the
 /// capacity (and keeping positions 0..step-1) when it is full.
@@ -83,8 +85,8 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     TORCH_CHECK(index.size(0) % group == 0, "reorder: ", index.size(0), " rows do not form blocks of ", group);
     const auto blocks = index.view({-1, group}).div(group, "floor");  // [M', K]: memory row of each new row
     memory_rows = blocks.select(1, 0);
-    TORCH_CHECK(blocks.eq(memory_rows.unsqueeze(1)).all().item<bool>(),
-                "reorder: a block of ", group, " rows reads more than one encoder output");
+    TORCH_CHECK(blocks.eq(memory_rows.unsqueeze(1)).all().item<bool>(), "reorder: a block of ", group,
+                " rows reads more than one encoder output");
   }
   auto select = [&](torch::Tensor& tensor) {
     if (tensor.defined()) tensor = tensor.index_select(0, memory_rows);

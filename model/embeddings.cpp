@@ -11,8 +11,8 @@ namespace tfm {
 
 torch::Tensor sinusoidal_positions(int64_t first, int64_t length, int64_t d_model, const torch::Device& device) {
   const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-  const auto position = torch::arange(first, first + length, options).unsqueeze(1);  // [T, 1]
-  const auto two_i = torch::arange(0, d_model, 2, options);                          // [D/2]
+  const auto position = torch::arange(first, first + length, options).unsqueeze(1);         // [T, 1]
+  const auto two_i = torch::arange(0, d_model, 2, options);                                 // [D/2]
   const auto angle = position / torch::pow(10000.0, two_i / static_cast<double>(d_model));  // [T, D/2]
   // Interleave: even columns sin, odd columns cos. Computed in float64 so large positions keep precision.
   return torch::stack({torch::sin(angle), torch::cos(angle)}, -1).view({length, d_model}).to(torch::kFloat32);
@@ -27,9 +27,7 @@ torch::nn::Embedding make_token_embedding(int64_t vocab_size, int64_t d_model) {
 }
 
 TokenAndPositionImpl::TokenAndPositionImpl(const ModelConfig& config, torch::nn::Embedding tokens_)
-    : tokens(std::move(tokens_)),
-      config_(config),
-      scale_(std::sqrt(static_cast<double>(config.d_model))) {
+    : tokens(std::move(tokens_)), config_(config), scale_(std::sqrt(static_cast<double>(config.d_model))) {
   if (config.positions == PositionEncoding::kLearned) {
     positions = register_module("positions", torch::nn::Embedding(config.max_positions, config.d_model));
     torch::NoGradGuard no_grad;

@@ -13,8 +13,8 @@ namespace tfm {
 
 /// x + Dropout(Sublayer(x)) with LayerNorm after (post-norm, §3.1, §5.4) or before the sub-layer (pre-norm).
 template <typename Sublayer>
-torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config,
-                       bool training, Sublayer&& sublayer) {
+torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config, bool training,
+                       Sublayer&& sublayer) {
   if (config.norm == NormPlacement::kPre) {
     return x + torch::dropout(sublayer(norm(x)), config.dropout, training);
   }

@@ -1,8 +1,8 @@
 #pragma once
 #include <cstdint>
 
-#include <torch/nn/module.h>
 #include <torch/arg.h>
+#include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 

@@ -20,9 +20,7 @@ class SilentWarnings : public c10::WarningHandler {
   void process(const c10::Warning&) override {}
 };
 
-c10::OperatorHandle op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-}
+c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
 
 }  // namespace
 
@@ -46,8 +44,11 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
 
 void LinearImpl::quantize_int8() {
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
-    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") + " int8 with " + option_name("dtype") + " "
-                                "float32 " + option_name("device") + " cpu)");
+    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
+                                " int8 with " + option_name("dtype") +
+                                " "
+                                "float32 " +
+                                option_name("device") + " cpu)");
   }
   torch::NoGradGuard no_grad;
   SilentWarnings silent;

@@ -17,7 +17,7 @@ torch::Tensor window_mask(int64_t queries, int64_t keys, int64_t window, int64_t
                           const torch::Device& device) {
   const auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
   const auto query_positions = torch::arange(query_offset, query_offset + queries, options).unsqueeze(1);  // [T, 1]
-  const auto key_positions = torch::arange(keys, options).unsqueeze(0);                                   // [1, S]
+  const auto key_positions = torch::arange(keys, options).unsqueeze(0);                                    // [1, S]
   return (query_positions - key_positions).abs().le(window).view({1, 1, queries, keys});
 }
 

@@ -24,13 +24,15 @@ ModelConfig make(int64_t d_model, int64_t d_ff, int64_t heads, int64_t layers, d
 }
 
 // Names used in model files and on the command line. An unknown name is an error, never a default.
-const std::vector<std::pair<AttentionScore, std::string>> kScoreNames = {
-    {AttentionScore::kScaledDot, "scaled_dot"}, {AttentionScore::kDot, "dot"}, {AttentionScore::kGeneral, "general"},
-    {AttentionScore::kAdditive, "additive"}, {AttentionScore::kCosine, "cosine"}};
+const std::vector<std::pair<AttentionScore, std::string>> kScoreNames = {{AttentionScore::kScaledDot, "scaled_dot"},
+                                                                         {AttentionScore::kDot, "dot"},
+                                                                         {AttentionScore::kGeneral, "general"},
+                                                                         {AttentionScore::kAdditive, "additive"},
+                                                                         {AttentionScore::kCosine, "cosine"}};
 const std::vector<std::pair<PositionEncoding, std::string>> kPositionNames = {
     {PositionEncoding::kSinusoidal, "sinusoidal"}, {PositionEncoding::kLearned, "learned"}};
 const std::vector<std::pair<NormPlacement, std::string>> kNormNames = {{NormPlacement::kPost, "post"},
-                                                                        {NormPlacement::kPre, "pre"}};
+                                                                       {NormPlacement::kPre, "pre"}};
 
 template <typename Enum>
 const std::string& name_of(const std::vector<std::pair<Enum, std::string>>& names, Enum value) {
@@ -76,8 +78,10 @@ void validate(const ModelConfig& c) {
   require(c.vocab_size > 4, "vocabulary size " + std::to_string(c.vocab_size) + ": must exceed the 4 special tokens");
   require(c.d_model > 0 && c.d_ff > 0, option_name("d_model") + " and " + option_name("d_ff") + " must be positive");
   require(c.heads > 0 && c.d_model % c.heads == 0, option_name("heads") + " " + std::to_string(c.heads) +
-                                                       " must divide " + option_name("d_model") + " " + std::to_string(c.d_model));
-  require(c.encoder_layers > 0 && c.decoder_layers > 0, option_name("encoder_layers") + " and " + option_name("decoder_layers") + " must be positive");
+                                                       " must divide " + option_name("d_model") + " " +
+                                                       std::to_string(c.d_model));
+  require(c.encoder_layers > 0 && c.decoder_layers > 0,
+          option_name("encoder_layers") + " and " + option_name("decoder_layers") + " must be positive");
   for (const double p : {c.dropout, c.attention_dropout, c.relu_dropout}) {
     require(p >= 0.0 && p < 1.0, "dropout " + std::to_string(p) + ": must be in [0, 1)");
   }
@@ -138,6 +142,8 @@ AttentionScore attention_score_from_string(const std::string& name) {
 PositionEncoding position_encoding_from_string(const std::string& name) {
   return parse_name(kPositionNames, name, option_name("positions"));
 }
-NormPlacement norm_placement_from_string(const std::string& name) { return parse_name(kNormNames, name, option_name("norm")); }
+NormPlacement norm_placement_from_string(const std::string& name) {
+  return parse_name(kNormNames, name, option_name("norm"));
+}
 
 }  // namespace tfm

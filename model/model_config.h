@@ -22,13 +22,13 @@ enum class NormPlacement { kPost, kPre };
 /// Everything that defines a Transformer's architecture; saved in every model file, so a file
 /// alone rebuilds its model. Builds the options of every layer in one place (model/*.cpp).
 struct ModelConfig {
-  int64_t vocab_size = 0;      // shared source/target subword vocabulary (§5.1)
+  int64_t vocab_size = 0;  // shared source/target subword vocabulary (§5.1)
   int64_t d_model = 512;
   int64_t d_ff = 2048;
   int64_t heads = 8;           // h; d_k = d_v = d_model / h
   int64_t encoder_layers = 6;  // N
   int64_t decoder_layers = 6;
-  double dropout = 0.1;        // P_drop on sub-layer outputs and embedding sums (§5.4)
+  double dropout = 0.1;            // P_drop on sub-layer outputs and embedding sums (§5.4)
   double attention_dropout = 0.0;  // on attention weights (not in the paper)
   double relu_dropout = 0.0;       // inside the feed-forward block (not in the paper)
   AttentionScore score = AttentionScore::kScaledDot;
@@ -36,8 +36,7 @@ struct ModelConfig {
   PositionEncoding positions = PositionEncoding::kSinusoidal;
   int64_t max_positions = 1024;  // learned positions only; sinusoids extend to any length
   NormPlacement norm = NormPlacement::kPost;
-  bool tie_embeddings = true;   // source, target and output projection share one matrix (§3.4)
-
+  bool tie_embeddings = true;  // source, target and output projection share one matrix (§3.4)
 };
 
 /// The paper's base (d_model 512, d_ff 2048, h 8, N 6) and big (1024, 4096, 16, 6, dropout 0.3)

@@ -10,13 +10,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <set>
-#include <tuple>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include <torch/torch.h>
 #include <zlib.h>
@@ -31,8 +31,8 @@ using FileVersion = std::tuple<std::string, dev_t, ino_t, off_t, int64_t, int64_
 
 struct VerifyOnceState {
   std::mutex mutex;
-  int scopes = 0;                   // live VerifyOnceScope objects
-  std::set<FileVersion> verified;   // cleared when the last scope ends
+  int scopes = 0;                  // live VerifyOnceScope objects
+  std::set<FileVersion> verified;  // cleared when the last scope ends
 };
 
 VerifyOnceState& verify_once_state() {
@@ -148,8 +148,7 @@ int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key
 double minimum_parameters(const ModelConfig& c) {
   const double d = static_cast<double>(c.d_model);
   const double per_layer = 4.0 * d * d + 2.0 * d * static_cast<double>(c.d_ff);
-  return static_cast<double>(c.vocab_size) * d +
-         per_layer * static_cast<double>(c.encoder_layers + c.decoder_layers);
+  return static_cast<double>(c.vocab_size) * d + per_layer * static_cast<double>(c.encoder_layers + c.decoder_layers);
 }
 
 void check_config_fits(const ModelConfig& config, const std::string& origin, uint64_t file_bytes) {
@@ -176,8 +175,8 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
       throw std::runtime_error(origin + ": missing tensor " + name + " (the file does not match its own config)");
     }
     if (!stored.is_floating_point()) {
-      throw std::runtime_error(origin + ": tensor " + name + " holds " + std::string(c10::toString(stored.scalar_type())) +
-                               ", not floating-point weights");
+      throw std::runtime_error(origin + ": tensor " + name + " holds " +
+                               std::string(c10::toString(stored.scalar_type())) + ", not floating-point weights");
     }
     if (stored.sizes() != tensor.sizes()) {
       throw std::runtime_error(origin + ": tensor " + name + " has shape " + shape_string(stored.sizes()) +

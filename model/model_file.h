@@ -28,8 +28,7 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
 /// std::runtime_error naming `origin` for a wrong format version, a missing or unexpected
 /// tensor, or a tensor whose shape differs from the one the config implies. When `origin` is the
 /// file's path, a config that describes a model larger than the file is rejected before building.
-LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
-                       const torch::Device& device);
+LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin, const torch::Device& device);
 
 /// Opens a file written by save_archive (std::runtime_error if it is not one). Every zip record's
 /// CRC-32 is verified first (model/zip_checksums.h), a full read of the file.

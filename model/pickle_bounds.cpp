@@ -10,12 +10,12 @@ namespace {
 /// How an opcode's argument is laid out (Python's Lib/pickletools.py, protocols 0-5).
 enum class Argument {
   kNone,
-  kFixed,         // `width` bytes
-  kLength,        // a little-endian length of `width` bytes, then that many bytes
-  kLine,          // bytes up to a newline
-  kTwoLines,      // two newline-terminated lines (GLOBAL, INST)
-  kMemoFixed,     // a memo index of `width` bytes (BINGET, BINPUT, LONG_BINGET, LONG_BINPUT)
-  kMemoLine,      // a memo index as decimal text up to a newline (GET, PUT)
+  kFixed,      // `width` bytes
+  kLength,     // a little-endian length of `width` bytes, then that many bytes
+  kLine,       // bytes up to a newline
+  kTwoLines,   // two newline-terminated lines (GLOBAL, INST)
+  kMemoFixed,  // a memo index of `width` bytes (BINGET, BINPUT, LONG_BINGET, LONG_BINPUT)
+  kMemoLine,   // a memo index as decimal text up to a newline (GET, PUT)
 };
 
 struct Opcode {
@@ -30,25 +30,25 @@ constexpr Opcode op(Argument argument, int width = 0) { return {argument, width,
 struct Table {
   Opcode codes[256] = {};
   Table() {
-    for (const unsigned char c : {'(', '.', '0', '1', '2', 'N', 'R', 'a', 'b', 'd', '}', 'e', 'l', ']', 'o', 's', 't',
-                                  ')', 'u', 'Q'}) {
+    for (const unsigned char c :
+         {'(', '.', '0', '1', '2', 'N', 'R', 'a', 'b', 'd', '}', 'e', 'l', ']', 'o', 's', 't', ')', 'u', 'Q'}) {
       codes[c] = op(Argument::kNone);
     }
     for (const unsigned char c : {0x81, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x92, 0x93, 0x94, 0x97, 0x98}) {
       codes[c] = op(Argument::kNone);  // NEWOBJ, TUPLE1-3, NEWTRUE/FALSE, EMPTY_SET ... MEMOIZE, buffers
     }
-    codes['J'] = op(Argument::kFixed, 4);   // BININT
-    codes['K'] = op(Argument::kFixed, 1);   // BININT1
-    codes['M'] = op(Argument::kFixed, 2);   // BININT2
-    codes['G'] = op(Argument::kFixed, 8);   // BINFLOAT
-    codes[0x80] = op(Argument::kFixed, 1);  // PROTO
-    codes[0x82] = op(Argument::kFixed, 1);  // EXT1
-    codes[0x83] = op(Argument::kFixed, 2);  // EXT2
-    codes[0x84] = op(Argument::kFixed, 4);  // EXT4
-    codes[0x95] = op(Argument::kFixed, 8);  // FRAME
-    codes['T'] = op(Argument::kLength, 4);  // BINSTRING
-    codes['U'] = op(Argument::kLength, 1);  // SHORT_BINSTRING
-    codes['X'] = op(Argument::kLength, 4);  // BINUNICODE
+    codes['J'] = op(Argument::kFixed, 4);    // BININT
+    codes['K'] = op(Argument::kFixed, 1);    // BININT1
+    codes['M'] = op(Argument::kFixed, 2);    // BININT2
+    codes['G'] = op(Argument::kFixed, 8);    // BINFLOAT
+    codes[0x80] = op(Argument::kFixed, 1);   // PROTO
+    codes[0x82] = op(Argument::kFixed, 1);   // EXT1
+    codes[0x83] = op(Argument::kFixed, 2);   // EXT2
+    codes[0x84] = op(Argument::kFixed, 4);   // EXT4
+    codes[0x95] = op(Argument::kFixed, 8);   // FRAME
+    codes['T'] = op(Argument::kLength, 4);   // BINSTRING
+    codes['U'] = op(Argument::kLength, 1);   // SHORT_BINSTRING
+    codes['X'] = op(Argument::kLength, 4);   // BINUNICODE
     codes[0x8c] = op(Argument::kLength, 1);  // SHORT_BINUNICODE
     codes[0x8d] = op(Argument::kLength, 8);  // BINUNICODE8
     codes['B'] = op(Argument::kLength, 4);   // BINBYTES
@@ -58,8 +58,8 @@ struct Table {
     codes[0x8a] = op(Argument::kLength, 1);  // LONG1
     codes[0x8b] = op(Argument::kLength, 4);  // LONG4
     for (const unsigned char c : {'I', 'L', 'F', 'S', 'V', 'P'}) codes[c] = op(Argument::kLine);
-    codes['c'] = op(Argument::kTwoLines);  // GLOBAL
-    codes['i'] = op(Argument::kTwoLines);  // INST
+    codes['c'] = op(Argument::kTwoLines);      // GLOBAL
+    codes['i'] = op(Argument::kTwoLines);      // INST
     codes['h'] = op(Argument::kMemoFixed, 1);  // BINGET
     codes['q'] = op(Argument::kMemoFixed, 1);  // BINPUT
     codes['j'] = op(Argument::kMemoFixed, 4);  // LONG_BINGET

@@ -14,7 +14,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   torch::nn::Embedding source_tokens{nullptr};
   torch::nn::Embedding target_tokens{nullptr};
   if (config.tie_embeddings) {
-    source_tokens = target_tokens = register_module("embedding", make_token_embedding(config.vocab_size, config.d_model));
+    source_tokens = target_tokens =
+        register_module("embedding", make_token_embedding(config.vocab_size, config.d_model));
   } else {
     source_tokens = register_module("source_tokens", make_token_embedding(config.vocab_size, config.d_model));
     target_tokens = register_module("target_tokens", make_token_embedding(config.vocab_size, config.d_model));
@@ -24,8 +25,9 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   encoder = register_module("encoder", Encoder(config));
   decoder = register_module("decoder", Decoder(config));
   if (!config.tie_embeddings) {
-    output_projection = register_module(
-        "output_projection", torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
+    output_projection =
+        register_module("output_projection",
+                        torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
   }
 }
 
@@ -36,7 +38,7 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
 
 EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
   EncoderOutput out;
-  out.mask = padding_mask(source, kPadId);                        // [B, 1, 1, S]
+  out.mask = padding_mask(source, kPadId);                            // [B, 1, 1, S]
   out.memory = encoder->forward(source_embedding(source), out.mask);  // [B, S, D]
   return out;
 }
@@ -48,7 +50,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& source, const torch:
     const auto hidden = decoder->forward(target_embedding(target_in), encoded.memory, encoded.mask);  // [B, T, D]
     return project(hidden);
   }
-  const auto mask = padding_mask(source, kPadId);  // [B, 1, 1, S]
+  const auto mask = padding_mask(source, kPadId);                                             // [B, 1, 1, S]
   const auto memory = encoder->forward(source_embedding(source), mask, &maps->encoder_self);  // [B, S, D]
   const auto hidden =
       decoder->forward(target_embedding(target_in), memory, mask, &maps->decoder_self, &maps->cross);  // [B, T, D]
@@ -62,7 +64,7 @@ DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
   const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state);                                      // [N, 1, D]
-  return torch::log_softmax(project(hidden.squeeze(1)).to(torch::kFloat32), -1);          // [N, V]
+  return torch::log_softmax(project(hidden.squeeze(1)).to(torch::kFloat32), -1);           // [N, V]
 }
 
 }  // namespace tfm

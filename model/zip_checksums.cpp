@@ -149,7 +149,8 @@ void verify_zip_checksums(const std::string& path, bool checksums) {
     if (u32(header.data()) != kLocalHeader) file.damaged(name + ": its record header is missing");
     const uint64_t data_at = local + kLocalHeaderBytes + u16(header.data() + 26) + u16(header.data() + 28);
     // LibTorch reads a record by allocating its size from this directory: it must lie in the file.
-    if (data_at > file.size() || compressed > file.size() - data_at) file.damaged(name + " lies past the end of the file");
+    if (data_at > file.size() || compressed > file.size() - data_at)
+      file.damaged(name + " lies past the end of the file");
     const bool pickle = name.size() > 4 && name.compare(name.size() - 4, 4, ".pkl") == 0;
     if (pickle) {
       // Walked before LibTorch's unpickler trusts its numbers; tfm and LibTorch store pickles uncompressed.

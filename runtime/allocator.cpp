@@ -5,8 +5,7 @@
 
 // jemalloc's control interface, weak: resolved only when the program links jemalloc (tfm does,
 // the test programs do not).
-extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
-    __attribute__((weak));
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) __attribute__((weak));
 
 namespace tfm {
 

@@ -7,13 +7,13 @@ namespace tfm {
 struct Capabilities {
   std::string tfm_version;
   std::string torch_version;
-  bool cuda_built = false;      // LibTorch was compiled with CUDA and its CUDA library is loaded
-  std::string cuda_status;      // why CUDA is not loaded, when it is not
+  bool cuda_built = false;        // LibTorch was compiled with CUDA and its CUDA library is loaded
+  std::string cuda_status;        // why CUDA is not loaded, when it is not
   long cuda_runtime_version = 0;  // e.g. 13020 for CUDA 13.2
-  int cuda_devices = 0;         // usable CUDA devices now (0 without GPU or driver)
-  bool cpu_bf16 = false;        // CPU has native bf16 matmul (AVX512-BF16 or AMX)
-  std::string cpu_bf16_forced;  // the TFM_CPU_BF16 value that set cpu_bf16, when one did
-  bool cuda_bf16 = false;       // first CUDA device supports bf16 (compute capability >= 8.0)
+  int cuda_devices = 0;           // usable CUDA devices now (0 without GPU or driver)
+  bool cpu_bf16 = false;          // CPU has native bf16 matmul (AVX512-BF16 or AMX)
+  std::string cpu_bf16_forced;    // the TFM_CPU_BF16 value that set cpu_bf16, when one did
+  bool cuda_bf16 = false;         // first CUDA device supports bf16 (compute capability >= 8.0)
 };
 
 /// The environment variable TFM_CPU_BF16=native|emulated replaces the CPU's answer on bf16, so

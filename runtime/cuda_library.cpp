@@ -41,8 +41,10 @@ CudaLibraryStatus load() {
   // RTLD_GLOBAL: its static initializers register the CUDA hooks, allocator and kernels with
   // LibTorch, exactly as when it is linked.
   if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
-    return {false, "cannot load " + path + ": " + dl_error() +
-                       " (a CPU-only LibTorch install? run scripts/bootstrap --full)"};  // NOLINT(flag-name): the script's flag
+    return {
+        false,
+        "cannot load " + path + ": " + dl_error() +
+            " (a CPU-only LibTorch install? run scripts/bootstrap --full)"};  // NOLINT(flag-name): the script's flag
   }
   return {true, ""};
 }

@@ -31,11 +31,13 @@ torch::Device resolve_device(const std::string& spec) {
   }
   const int index = spec == "cuda" ? 0 : parse_cuda_index(spec);
   if (!cuda.loaded) {
-    throw std::invalid_argument(option_name("device") + " " + spec + ": CUDA is not usable here: " + cuda.reason + "; use " + option_name("device") + " cpu");
+    throw std::invalid_argument(option_name("device") + " " + spec + ": CUDA is not usable here: " + cuda.reason +
+                                "; use " + option_name("device") + " cpu");
   }
   if (!torch::cuda::is_available()) {
     throw std::invalid_argument(option_name("device") + " " + spec +
-                                ": CUDA is not usable on this machine (no GPU or driver); use " + option_name("device") + " cpu");
+                                ": CUDA is not usable on this machine (no GPU or driver); use " +
+                                option_name("device") + " cpu");
   }
   const auto count = static_cast<int>(torch::cuda::device_count());
   if (index >= count) {

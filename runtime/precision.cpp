@@ -18,18 +18,24 @@ Precision parse_precision(const std::string& name) {
 
 std::string to_string(Precision precision) {
   switch (precision) {
-    case Precision::kFloat32: return "float32";
-    case Precision::kBFloat16: return "bfloat16";
-    case Precision::kFloat16: return "float16";
+    case Precision::kFloat32:
+      return "float32";
+    case Precision::kBFloat16:
+      return "bfloat16";
+    case Precision::kFloat16:
+      return "float16";
   }
   return "?";
 }
 
 torch::ScalarType scalar_type(Precision precision) {
   switch (precision) {
-    case Precision::kFloat32: return torch::kFloat32;
-    case Precision::kBFloat16: return torch::kBFloat16;
-    case Precision::kFloat16: return torch::kFloat16;
+    case Precision::kFloat32:
+      return torch::kFloat32;
+    case Precision::kBFloat16:
+      return torch::kBFloat16;
+    case Precision::kFloat16:
+      return torch::kFloat16;
   }
   return torch::kFloat32;
 }
@@ -62,10 +68,14 @@ PrecisionChoice choose_precision(const std::string& requested, const torch::Devi
   check_supported(choice.precision, device);
   choice.reason = option_name("dtype") + " " + to_string(choice.precision) + " as asked";
   if (choice.precision == Precision::kBFloat16 && !bf16_native) {
-    choice.warning = cuda ? option_name("dtype") + " bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
-                            "is slower than float32; " + option_name("dtype") + " auto picks the fast precision"
-                          : option_name("dtype") + " bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
-                            "3x slower than float32 (measured on these machines); " + option_name("dtype") + " auto picks float32 here";
+    choice.warning = cuda ? option_name("dtype") +
+                                " bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
+                                "is slower than float32; " +
+                                option_name("dtype") + " auto picks the fast precision"
+                          : option_name("dtype") +
+                                " bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
+                                "3x slower than float32 (measured on these machines); " +
+                                option_name("dtype") + " auto picks float32 here";
   }
   return choice;
 }

@@ -25,7 +25,8 @@ int default_threads() {
   // Several processes on one node (torchrun sets LOCAL_WORLD_SIZE) share its cores, as torchrun
   // itself would have them do: otherwise each would run a thread per core, all contending.
   int local_processes = 1;
-  if (const char* text = std::getenv("LOCAL_WORLD_SIZE"); text != nullptr) local_processes = std::max(1, std::atoi(text));
+  if (const char* text = std::getenv("LOCAL_WORLD_SIZE"); text != nullptr)
+    local_processes = std::max(1, std::atoi(text));
   return std::max(1, available_cores() / local_processes);
 }
 

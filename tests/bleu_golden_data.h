@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/segment_reader.h"
 #include "tests/test_support.h"
+#include "text/segment_reader.h"
 
 namespace tfm::testing {
 

@@ -21,10 +21,10 @@ namespace tfm::testing {
 /// `count` aligned English/German sentence pairs of varying length, built deterministically.
 inline std::pair<std::vector<std::string>, std::vector<std::string>> parallel_sentences(int count) {
   static const std::vector<std::pair<std::string, std::string>> kWords = {
-      {"a", "ein"},       {"man", "Mann"},     {"rides", "fährt"},    {"bike", "Fahrrad"},  {"over", "über"},
-      {"the", "die"},     {"street", "Straße"}, {"two", "zwei"},       {"dogs", "Hunde"},    {"play", "spielen"},
-      {"in", "im"},       {"snow", "Schnee"},  {"girl", "Mädchen"},   {"reads", "liest"},   {"book", "Buch"},
-      {"café", "Café"},   {"green", "grüne"},  {"house", "Haus"},     {"and", "und"},       {"smiles", "lächelt"}};
+      {"a", "ein"},     {"man", "Mann"},      {"rides", "fährt"},  {"bike", "Fahrrad"}, {"over", "über"},
+      {"the", "die"},   {"street", "Straße"}, {"two", "zwei"},     {"dogs", "Hunde"},   {"play", "spielen"},
+      {"in", "im"},     {"snow", "Schnee"},   {"girl", "Mädchen"}, {"reads", "liest"},  {"book", "Buch"},
+      {"café", "Café"}, {"green", "grüne"},   {"house", "Haus"},   {"and", "und"},      {"smiles", "lächelt"}};
   std::vector<std::string> source, target;
   uint32_t state = 2024;
   for (int line = 0; line < count; ++line) {

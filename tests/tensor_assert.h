@@ -29,5 +29,7 @@ inline ::testing::AssertionResult tensors_near(const torch::Tensor& actual, cons
 
 }  // namespace tfm::testing
 
-#define EXPECT_TENSOR_NEAR(actual, expected, atol) EXPECT_TRUE(::tfm::testing::tensors_near((actual), (expected), (atol)))
-#define ASSERT_TENSOR_NEAR(actual, expected, atol) ASSERT_TRUE(::tfm::testing::tensors_near((actual), (expected), (atol)))
+#define EXPECT_TENSOR_NEAR(actual, expected, atol) \
+  EXPECT_TRUE(::tfm::testing::tensors_near((actual), (expected), (atol)))
+#define ASSERT_TENSOR_NEAR(actual, expected, atol) \
+  ASSERT_TRUE(::tfm::testing::tensors_near((actual), (expected), (atol)))

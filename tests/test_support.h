@@ -62,11 +62,11 @@ inline bool overwrite_after_pattern(const std::filesystem::path& path, const std
 }  // namespace tfm::testing
 
 /// Skips the current test, saying which shared file is missing and how to provide it.
-#define TFM_REQUIRE_DATA(relative_path)                                                              \
-  do {                                                                                               \
-    const auto tfm_required_path = ::tfm::testing::data_dir() / (relative_path);                    \
-    if (!std::filesystem::exists(tfm_required_path)) {                                               \
-      GTEST_SKIP() << "needs " << tfm_required_path.string()                                        \
-                   << " (set TFM_DATA_DIR to the directory holding data/ and testdata/)";            \
-    }                                                                                                \
+#define TFM_REQUIRE_DATA(relative_path)                                                   \
+  do {                                                                                    \
+    const auto tfm_required_path = ::tfm::testing::data_dir() / (relative_path);          \
+    if (!std::filesystem::exists(tfm_required_path)) {                                    \
+      GTEST_SKIP() << "needs " << tfm_required_path.string()                              \
+                   << " (set TFM_DATA_DIR to the directory holding data/ and testdata/)"; \
+    }                                                                                     \
   } while (0)

@@ -75,7 +75,8 @@ std::string decode_xml_entities(const std::string& text) {
 
 std::vector<std::string> parse_sgml_segments(const std::string& text, const std::string& origin) {
   if (text.find("<src ") != std::string::npos || text.find("<src>") != std::string::npos) {
-    throw std::runtime_error(origin + ": a WMT21+ XML test set (source, references and systems in one file) is "
+    throw std::runtime_error(origin +
+                             ": a WMT21+ XML test set (source, references and systems in one file) is "
                              "not supported; extract the side to score first (e.g. sacrebleu -t wmt21 -l en-de "
                              "--echo ref)");  // NOLINT(flag-name): sacrebleu's flag
   }
@@ -116,7 +117,8 @@ void check_segment_counts(const std::string& hyp_path, size_t hyp_segments, cons
                           size_t ref_segments) {
   if (hyp_segments == ref_segments) return;
   throw std::runtime_error(hyp_path + " has " + std::to_string(hyp_segments) + " segments but " + ref_path + " has " +
-                           std::to_string(ref_segments) + " (line i of the hypothesis must translate line i of "
+                           std::to_string(ref_segments) +
+                           " (line i of the hypothesis must translate line i of "
                            "each reference)");
 }
 

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "text/line_reader.h"
 #include "runtime/threads.h"
+#include "text/line_reader.h"
 #include "text/option_names.h"
 #include "text/special_ids.h"
 
@@ -67,8 +67,8 @@ void validate(const TokenizerTrainOptions& options) {
     throw std::invalid_argument(option_name("model_type") + " " + options.model_type + ": expected unigram or bpe");
   }
   if (options.vocab_size <= kNumSpecialIds) {
-    throw std::invalid_argument(option_name("vocab_size") + " " + std::to_string(options.vocab_size) + ": must exceed " +
-                                std::to_string(kNumSpecialIds) + " (the special tokens)");
+    throw std::invalid_argument(option_name("vocab_size") + " " + std::to_string(options.vocab_size) +
+                                ": must exceed " + std::to_string(kNumSpecialIds) + " (the special tokens)");
   }
   if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
     throw std::invalid_argument(option_name("character_coverage") + " " + std::to_string(options.character_coverage) +
@@ -106,10 +106,9 @@ std::string train_tokenizer(const TokenizerTrainOptions& options) {
     std::smatch found;
     const bool too_high = message.find("Vocabulary size too high") != std::string::npos ||
                           message.find("Vocabulary size is too high") != std::string::npos;
-    if (too_high &&
-        std::regex_search(message, found, std::regex("<= ([0-9]+)"))) {
-      throw std::invalid_argument("corpus too small for " + option_name("vocab_size") + " " + std::to_string(options.vocab_size) +
-                                  "; at most " + found[1].str() + " fits");
+    if (too_high && std::regex_search(message, found, std::regex("<= ([0-9]+)"))) {
+      throw std::invalid_argument("corpus too small for " + option_name("vocab_size") + " " +
+                                  std::to_string(options.vocab_size) + "; at most " + found[1].str() + " fits");
     }
     throw std::runtime_error("tokenizer training failed: " + message);
   }

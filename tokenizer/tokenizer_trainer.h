@@ -8,13 +8,13 @@ namespace tfm {
 /// How to train a SentencePiece model. The paper shares one vocabulary between source and
 /// target (§5.1), so all `inputs` feed a single joint model.
 struct TokenizerTrainOptions {
-  std::vector<std::string> inputs;      // text files, one sentence a line (.gz read transparently)
+  std::vector<std::string> inputs;     // text files, one sentence a line (.gz read transparently)
   std::string model_type = "unigram";  // "unigram" or "bpe"
   int64_t vocab_size = 8000;
-  double character_coverage = 1.0;      // 1.0 for Latin scripts; ~0.9995 for CJK-heavy corpora
+  double character_coverage = 1.0;         // 1.0 for Latin scripts; ~0.9995 for CJK-heavy corpora
   std::string normalization = "nmt_nfkc";  // SentencePiece rule: nmt_nfkc, nfkc, identity, ...
-  int64_t max_sentences = 2000000;      // sample at most this many lines (0 = all)
-  int threads = 0;                      // 0 = all cores
+  int64_t max_sentences = 2000000;         // sample at most this many lines (0 = all)
+  int threads = 0;                         // 0 = all cores
   uint32_t seed = 1;
 };
 

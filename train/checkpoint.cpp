@@ -53,7 +53,8 @@ void write_cuda_rng_states(torch::serialize::OutputArchive& trainer) {
   const int64_t devices = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   trainer.write("cuda_rng_devices", c10::IValue(devices));
   for (int64_t i = 0; i < devices; ++i) {
-    auto generator = at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+    auto generator =
+        at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
     std::lock_guard<std::mutex> lock(generator.mutex());
     trainer.write("cuda_rng_state_" + std::to_string(i), generator.get_state());
   }
@@ -66,7 +67,8 @@ void restore_cuda_rng_states(torch::serialize::InputArchive& trainer) {
   for (int64_t i = 0; i < std::min(saved.toInt(), here); ++i) {
     torch::Tensor state;
     trainer.read("cuda_rng_state_" + std::to_string(i), state);
-    auto generator = at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+    auto generator =
+        at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(state.to(torch::kCPU));
   }

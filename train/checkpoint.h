@@ -3,9 +3,9 @@
 #include <limits>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/optim/adam.h>
 #include <torch/types.h>
+#include <nlohmann/json.hpp>
 
 #include "model/model_file.h"
 #include "model/transformer.h"
@@ -14,9 +14,9 @@ namespace tfm {
 
 /// Where training stands; saved in every checkpoint so --resume continues exactly.
 struct TrainingProgress {
-  int64_t update = 0;          // optimizer steps taken
-  int64_t epoch = 1;           // current epoch, 1-based
-  int64_t batch_in_epoch = 0;  // batches of the current epoch already consumed
+  int64_t update = 0;                                      // optimizer steps taken
+  int64_t epoch = 1;                                       // current epoch, 1-based
+  int64_t batch_in_epoch = 0;                              // batches of the current epoch already consumed
   double best = std::numeric_limits<double>::quiet_NaN();  // best validation metric so far
   int64_t validations_without_improvement = 0;
   double elapsed_seconds = 0;  // training time so far, across resumes (for --time-limit)

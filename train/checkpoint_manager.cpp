@@ -17,9 +17,9 @@ CheckpointFiles::CheckpointFiles(fs::path dir, int64_t keep_last) : dir_(std::mo
 
 fs::path CheckpointFiles::path_for(const TrainingProgress& progress, bool epoch_end) const {
   if (keep_last_ <= 0) return last();
-  return dir_ / (epoch_end ? "checkpoint" + std::to_string(progress.epoch - 1) + ".pt"
-                           : "checkpoint_" + std::to_string(progress.epoch) + "_" + std::to_string(progress.update) +
-                                 ".pt");
+  return dir_ / (epoch_end
+                     ? "checkpoint" + std::to_string(progress.epoch - 1) + ".pt"
+                     : "checkpoint_" + std::to_string(progress.epoch) + "_" + std::to_string(progress.update) + ".pt");
 }
 
 void CheckpointFiles::saved(const fs::path& written, const TrainingProgress& progress, bool is_best) {

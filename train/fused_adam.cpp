@@ -32,8 +32,8 @@ void fused_adam_step(torch::optim::Adam& optimizer) {
     }
     if (params.empty()) continue;
     const auto [beta1, beta2] = options.betas();
-    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(), beta1,
-                     beta2, options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(), beta1, beta2,
+                     options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
   }
 }
 
@@ -53,9 +53,9 @@ void scale_and_clip_gradients(std::vector<torch::Tensor>& gradients, double scal
     return;
   }
   // |scale * g| = scale * |g|: one factor, computed on the device, applied in one multi-tensor op.
-  const auto norms = at::_foreach_norm(gradients, 2);                             // per tensor
-  const auto total = torch::stack(norms).to(torch::kFloat32).norm() * scale;     // scalar
-  const auto factor = (max_norm / (total + 1e-6)).clamp_max(1.0) * scale;        // scalar
+  const auto norms = at::_foreach_norm(gradients, 2);                         // per tensor
+  const auto total = torch::stack(norms).to(torch::kFloat32).norm() * scale;  // scalar
+  const auto factor = (max_norm / (total + 1e-6)).clamp_max(1.0) * scale;     // scalar
   at::_foreach_mul_(gradients, factor);
 }
 

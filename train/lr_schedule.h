@@ -14,11 +14,11 @@ namespace tfm {
 /// Fixed Training Durations").
 struct LrScheduleOptions {
   std::string kind = "noam";
-  double factor = 1.0;      // noam: scales the whole curve
-  double peak_lr = 5e-4;    // inverse_sqrt: the rate reached at the end of warmup
+  double factor = 1.0;    // noam: scales the whole curve
+  double peak_lr = 5e-4;  // inverse_sqrt: the rate reached at the end of warmup
   int64_t warmup = 4000;
   int64_t d_model = 512;
-  double cooldown = 0.0;    // the last fraction of the budget spent cooling down (0 = none)
+  double cooldown = 0.0;  // the last fraction of the budget spent cooling down (0 = none)
 };
 
 void validate(const LrScheduleOptions& options);

@@ -37,8 +37,6 @@ PresetRecipe preset_recipe(const std::string& preset) {
   throw std::invalid_argument(option_name("preset") + " " + preset + ": expected auto, base, big, small or tiny");
 }
 
-std::string auto_preset(int64_t training_pairs) {
-  return training_pairs < kAutoPresetBasePairs ? "small" : "base";
-}
+std::string auto_preset(int64_t training_pairs) { return training_pairs < kAutoPresetBasePairs ? "small" : "base"; }
 
 }  // namespace tfm

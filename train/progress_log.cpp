@@ -58,9 +58,15 @@ void ProgressLog::write_line(const TrainingProgress& progress, size_t epoch_batc
   } else {
     spdlog::info("train | {}", line);
   }
-  nlohmann::json record = {{"type", "train"}, {"update", progress.update}, {"epoch", progress.epoch},
-                           {"loss", loss}, {"ppl", ppl}, {"lr", lr_}, {"tokens_per_s", tokens_per_second},
-                           {"dtype", dtype_}, {"elapsed_s", elapsed_seconds}};
+  nlohmann::json record = {{"type", "train"},
+                           {"update", progress.update},
+                           {"epoch", progress.epoch},
+                           {"loss", loss},
+                           {"ppl", ppl},
+                           {"lr", lr_},
+                           {"tokens_per_s", tokens_per_second},
+                           {"dtype", dtype_},
+                           {"elapsed_s", elapsed_seconds}};
   if (ranks_ > 0) {
     record["ranks"] = ranks_;
     record["allreduce_ms_per_update"] = allreduce_ms;
@@ -72,12 +78,19 @@ void ProgressLog::write_line(const TrainingProgress& progress, size_t epoch_batc
 void ProgressLog::write_validation(const ValidationResult& result, const TrainingProgress& progress, int64_t epoch,
                                    bool epoch_end, bool is_best, const std::string& best_metric, int64_t beam,
                                    double elapsed_seconds, double seconds_taken) {
-  spdlog::info("valid | epoch {} | update {} | loss {:.3f} | ppl {:.2f} | bleu {:.2f} ({} sentences, beam {}) | "
-               "best {} {:.3f}{} | {:.1f} s",
-               epoch, progress.update, result.loss, result.ppl, result.bleu, result.sentences, beam, best_metric,
-               progress.best, is_best ? " (new)" : "", seconds_taken);
-  append({{"type", "valid"}, {"update", progress.update}, {"epoch", epoch}, {"epoch_end", epoch_end},
-          {"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"elapsed_s", elapsed_seconds}});
+  spdlog::info(
+      "valid | epoch {} | update {} | loss {:.3f} | ppl {:.2f} | bleu {:.2f} ({} sentences, beam {}) | "
+      "best {} {:.3f}{} | {:.1f} s",
+      epoch, progress.update, result.loss, result.ppl, result.bleu, result.sentences, beam, best_metric, progress.best,
+      is_best ? " (new)" : "", seconds_taken);
+  append({{"type", "valid"},
+          {"update", progress.update},
+          {"epoch", epoch},
+          {"epoch_end", epoch_end},
+          {"loss", result.loss},
+          {"ppl", result.ppl},
+          {"bleu", result.bleu},
+          {"elapsed_s", elapsed_seconds}});
 }
 
 void ProgressLog::append(const nlohmann::json& record) const {

@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/types.h>
+#include <nlohmann/json.hpp>
 
 #include "train/checkpoint.h"
 #include "train/update_step.h"
@@ -35,9 +35,9 @@ class ProgressLog {
   /// Starts new sums without a line (ranks other than 0, whose sums rank 0 reports).
   void reset(double now);
   /// The validation's log line and record. `epoch`: the epoch it closes or falls in.
-  void write_validation(const ValidationResult& result, const TrainingProgress& progress, int64_t epoch,
-                        bool epoch_end, bool is_best, const std::string& best_metric, int64_t beam,
-                        double elapsed_seconds, double seconds_taken);
+  void write_validation(const ValidationResult& result, const TrainingProgress& progress, int64_t epoch, bool epoch_end,
+                        bool is_best, const std::string& best_metric, int64_t beam, double elapsed_seconds,
+                        double seconds_taken);
 
  private:
   void append(const nlohmann::json& record) const;

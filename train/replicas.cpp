@@ -12,15 +12,15 @@
 
 namespace tfm {
 
-void join_ranks(DistributedGroup& group, Transformer& model, const TrainingProgress& progress,
-                int64_t training_pairs, const std::string& tokenizer, const torch::Device& device) {
+void join_ranks(DistributedGroup& group, Transformer& model, const TrainingProgress& progress, int64_t training_pairs,
+                const std::string& tokenizer, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   const auto on_device = torch::TensorOptions().dtype(torch::kLong).device(device);
   // Where this rank starts: ranks that loaded other data, another tokenizer or no checkpoint
   // (a save directory not shared between nodes) would silently train different models.
   const auto tokenizer_hash = static_cast<int64_t>(std::hash<std::string>{}(tokenizer));
-  const auto mine = torch::tensor({progress.update, progress.epoch, progress.batch_in_epoch, training_pairs,
-                                   tokenizer_hash}, on_device);
+  const auto mine = torch::tensor(
+      {progress.update, progress.epoch, progress.batch_in_epoch, training_pairs, tokenizer_hash}, on_device);
   std::vector<torch::Tensor> main{mine.clone()};
   group.broadcast_from_main(main);
   std::vector<torch::Tensor> disagreeing{(mine != main[0]).any().to(torch::kLong).reshape({1})};
@@ -43,9 +43,10 @@ void verify_replicas(DistributedGroup& group, Transformer& model, int64_t update
   std::vector<torch::Tensor> sums;
   for (const auto& parameter : model->parameters()) {
     const auto bits = parameter.detach().reshape(-1);
-    const auto as_int = parameter.element_size() == 8 ? torch::kLong
+    const auto as_int = parameter.element_size() == 8   ? torch::kLong
                         : parameter.element_size() == 4 ? torch::kInt
-                        : parameter.element_size() == 2 ? torch::kShort : torch::kByte;
+                        : parameter.element_size() == 2 ? torch::kShort
+                                                        : torch::kByte;
     sums.push_back(bits.view(as_int).to(torch::kLong).sum());
   }
   const auto mine = torch::stack(sums);

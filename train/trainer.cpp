@@ -40,8 +40,8 @@ TrainOptions resolved(TrainOptions options, const torch::Device& device) {
 
 }  // namespace
 
-Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data,
-                 const torch::Device& device, DistributedGroup* group)
+Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, TrainingData data, const torch::Device& device,
+                 DistributedGroup* group)
     : options_(resolved(options, device)),
       config_(config),
       data_(std::move(data)),
@@ -55,8 +55,11 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
   if (resume) {
     auto loaded = load_model_file(last, device_);
     if (loaded.tokenizer_proto != data_.tokenizer.serialized()) {
-      throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use " + option_name("no_resume") + ", or the "
-                                  "same data and " + option_name("spm") + ")");
+      throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use " +
+                                  option_name("no_resume") +
+                                  ", or the "
+                                  "same data and " +
+                                  option_name("spm") + ")");
     }
     config_ = loaded.config;  // the checkpoint's architecture wins over flags
     model_ = loaded.model;
@@ -66,10 +69,10 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
     model_ = Transformer(config_);
     model_->to(device_);
   }
-  optimizer_ = std::make_unique<torch::optim::Adam>(
-      model_->parameters(), torch::optim::AdamOptions(options_.lr.peak_lr)
-                                .betas({options_.adam_beta1, options_.adam_beta2})
-                                .eps(options_.adam_eps));
+  optimizer_ =
+      std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(options_.lr.peak_lr)
+                                                                     .betas({options_.adam_beta1, options_.adam_beta2})
+                                                                     .eps(options_.adam_eps));
   if (resume) {
     progress_ = restore_training_state(last, *optimizer_, device_);
     spdlog::info("resuming from {}: update {}, epoch {}, batch {} of the epoch", last, progress_.update,
@@ -136,7 +139,8 @@ std::optional<StopReason> Trainer::should_stop(const std::atomic<bool>& interrup
   // Clocks and signals differ between ranks, and all must stop at the same update: each votes,
   // and any rank's reason stops them all (an interruption first, for its quick save).
   constexpr int kReasons = static_cast<int>(StopReason::kInterrupted) + 1;
-  std::vector<torch::Tensor> votes{torch::zeros({kReasons}, torch::TensorOptions().dtype(torch::kLong).device(device_))};
+  std::vector<torch::Tensor> votes{
+      torch::zeros({kReasons}, torch::TensorOptions().dtype(torch::kLong).device(device_))};
   if (local) votes[0][static_cast<int>(*local)] = 1;
   group_->all_reduce_sum(votes);
   const auto counts = votes[0].cpu();

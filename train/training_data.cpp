@@ -31,9 +31,10 @@ nlohmann::json fingerprint(const TrainOptions& o) {
             {"bytes", fs::file_size(path)},
             {"modified", fs::last_write_time(path).time_since_epoch().count()}};
   };
-  return {{"train_src", file(o.train_src)}, {"train_tgt", file(o.train_tgt)}, {"valid_src", file(o.valid_src)},
-          {"valid_tgt", file(o.valid_tgt)},  {"vocab_size", o.vocab_size},     {"max_len", o.cleaning.max_len},
-          {"max_len_ratio", o.cleaning.max_len_ratio}};
+  return {
+      {"train_src", file(o.train_src)},           {"train_tgt", file(o.train_tgt)}, {"valid_src", file(o.valid_src)},
+      {"valid_tgt", file(o.valid_tgt)},           {"vocab_size", o.vocab_size},     {"max_len", o.cleaning.max_len},
+      {"max_len_ratio", o.cleaning.max_len_ratio}};
 }
 
 /// A tokenizer's identity: CRC-32 and size of its serialized model.

@@ -47,17 +47,19 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
   UpdateTotals totals;
   for (size_t i = 0; i < count; ++i) {
     const Batch batch = batches.next();
-    const LossSums sums = naming_batch_on_out_of_memory([&] { return describe(batch); }, [&] {
-      LossSums batch_sums;
-      {
-        AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
-        const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
-        batch_sums =
-            label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
-      }
-      batch_sums.loss.backward();
-      return batch_sums;
-    });
+    const LossSums sums = naming_batch_on_out_of_memory(
+        [&] { return describe(batch); },
+        [&] {
+          LossSums batch_sums;
+          {
+            AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
+            const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
+            batch_sums =
+                label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+          }
+          batch_sums.loss.backward();
+          return batch_sums;
+        });
     // Sums stay on the device until a log line needs them: no wait for the device per batch.
     add_to(totals.loss, sums.loss.detach());
     add_to(totals.nll, sums.nll);
@@ -94,11 +96,10 @@ void UpdateStep::all_reduce(UpdateTotals& totals, double& budget) {
   // up to 2^53.
   const auto options = torch::TensorOptions().dtype(torch::kDouble).device(device_);
   const auto zero = torch::zeros({}, options);
-  std::vector<torch::Tensor> stats{torch::stack({totals.loss.defined() ? totals.loss.to(options) : zero,
-                                                 totals.nll.defined() ? totals.nll.to(options) : zero,
-                                                 torch::tensor(static_cast<double>(totals.target_tokens), options),
-                                                 torch::tensor(static_cast<double>(totals.all_tokens), options),
-                                                 torch::tensor(budget, options)})};
+  std::vector<torch::Tensor> stats{torch::stack(
+      {totals.loss.defined() ? totals.loss.to(options) : zero, totals.nll.defined() ? totals.nll.to(options) : zero,
+       torch::tensor(static_cast<double>(totals.target_tokens), options),
+       torch::tensor(static_cast<double>(totals.all_tokens), options), torch::tensor(budget, options)})};
   group_->all_reduce_sum(stats);
   totals.loss = stats[0][0];
   totals.nll = stats[0][1];

@@ -29,8 +29,8 @@ struct UpdateTotals {
 class UpdateStep {
  public:
   /// With a `group`, gradients are summed over its ranks (which must hold equal parameters).
-  UpdateStep(Transformer model, torch::optim::Adam& optimizer, const TrainOptions& options,
-             const torch::Device& device, DistributedGroup* group);
+  UpdateStep(Transformer model, torch::optim::Adam& optimizer, const TrainOptions& options, const torch::Device& device,
+             DistributedGroup* group);
 
   /// Update number `update` (1-based) over the next `count` batches. `budget_used()` gives the
   /// fraction of the run used, asked once the batches are done (a cool-down's rate depends on

@@ -8,19 +8,18 @@
 #include <torch/torch.h>
 
 #include "data/batching.h"
-#include "translation/translator.h"
 #include "metrics/bleu.h"
 #include "model/loss.h"
 #include "runtime/errors.h"
 #include "text/special_ids.h"
+#include "translation/translator.h"
 
 namespace tfm {
 namespace {
 
 /// Source and reference texts of a tokenized split, for BLEU (decoded from the ids it holds).
 std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const ParallelDataset& data,
-                                                                          const Tokenizer& tokenizer,
-                                                                          int64_t limit) {
+                                                                          const Tokenizer& tokenizer, int64_t limit) {
   const int64_t n = limit > 0 ? std::min(limit, data.size()) : data.size();
   std::vector<std::string> sources, references;
   for (int64_t i = 0; i < n; ++i) {
@@ -44,10 +43,12 @@ ValidationResult Validator::run(Transformer model, const ParallelDataset& valid)
     int64_t tokens = 0;
     for (const auto& rows : make_batches(valid, options_.batching, 0)) {
       const Batch batch = collate(valid, rows);
-      const auto sums = naming_batch_on_out_of_memory([&] { return "validation's " + describe(batch); }, [&] {
-        const auto logits = model->forward(batch.source.to(device_), batch.target_in.to(device_));
-        return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
-      });
+      const auto sums = naming_batch_on_out_of_memory(
+          [&] { return "validation's " + describe(batch); },
+          [&] {
+            const auto logits = model->forward(batch.source.to(device_), batch.target_in.to(device_));
+            return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+          });
       loss += sums.loss.item<double>();
       nll += sums.nll.item<double>();
       tokens += batch.target_tokens;

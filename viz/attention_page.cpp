@@ -111,9 +111,13 @@ nlohmann::json attention_json(const AttentionPage& page) {
       }
       layers.push_back(std::move(layer));
     }
-    views.push_back({{"key", view.key}, {"title", view.title}, {"row_axis", view.row_axis},
-                     {"col_axis", view.col_axis}, {"row_labels", view.row_labels},
-                     {"col_labels", view.col_labels}, {"layers", std::move(layers)}});
+    views.push_back({{"key", view.key},
+                     {"title", view.title},
+                     {"row_axis", view.row_axis},
+                     {"col_axis", view.col_axis},
+                     {"row_labels", view.row_labels},
+                     {"col_labels", view.col_labels},
+                     {"layers", std::move(layers)}});
   }
   return {{"title", page.title}, {"source", page.source}, {"translation", page.translation}, {"views", views}};
 }
@@ -147,17 +151,18 @@ std::string attention_svg(const AttentionPage& page, size_t view) {
   if (view >= page.views.size() || page.views[view].heads.empty()) return "";
   const auto& first = page.views[view];
   const auto& last_layer = first.heads.back();
-  return heat_map(head_average(last_layer), view_options(first, "layer " + std::to_string(first.heads.size()) +
-                                                                    ", average of " +
-                                                                    std::to_string(last_layer.size()) + " heads"));
+  return heat_map(head_average(last_layer),
+                  view_options(first, "layer " + std::to_string(first.heads.size()) + ", average of " +
+                                          std::to_string(last_layer.size()) + " heads"));
 }
 
 std::string attention_index_html(const std::vector<std::pair<std::string, AttentionPage>>& pages) {
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
-       << "<meta charset=\"utf-8\"/>\n<title>attention pages</title>\n<style>" << kStyle
-       << "td{padding:.2em .6em;vertical-align:top}</style>\n</head>\n<body>\n<h1>Attention, sentence by sentence</h1>\n"
-       << "<table>\n";
+  html
+      << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+      << "<meta charset=\"utf-8\"/>\n<title>attention pages</title>\n<style>" << kStyle
+      << "td{padding:.2em .6em;vertical-align:top}</style>\n</head>\n<body>\n<h1>Attention, sentence by sentence</h1>\n"
+      << "<table>\n";
   for (const auto& [file, page] : pages) {
     html << "<tr><td><a href=\"" << xml_escape(file) << "\">" << xml_escape(page.title) << "</a></td><td>"
          << xml_escape(page.source) << "</td><td>" << xml_escape(page.translation) << "</td></tr>\n";

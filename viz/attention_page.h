@@ -19,9 +19,9 @@ struct AttentionView {
 
 /// What one attention page shows: a translated sentence and its attention views.
 struct AttentionPage {
-  std::string title;                // "line 3"
-  std::string source, translation;  // the texts
-  std::vector<AttentionView> views; // the first is shown first
+  std::string title;                 // "line 3"
+  std::string source, translation;   // the texts
+  std::vector<AttentionView> views;  // the first is shown first
 };
 
 /// The numbers behind the page: {title, source, translation, views: [{key, title, row_labels,

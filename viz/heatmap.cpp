@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kColourSteps = 64;
 constexpr double kFontSize = 11;
-constexpr double kCharWidth = 6.6;  // rough width of one character at kFontSize, for margins
+constexpr double kCharWidth = 6.6;     // rough width of one character at kFontSize, for margins
 constexpr double kTitleCharWidth = 8;  // the same for the title (14 px bold)
 
 double longest_label(const std::vector<std::string>& labels) {
@@ -44,9 +44,7 @@ std::string step_colour(int step, bool diverging) {
 
 }  // namespace
 
-std::string svg_document(const std::string& body) {
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + body;
-}
+std::string svg_document(const std::string& body) { return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + body; }
 
 namespace {
 
@@ -137,8 +135,8 @@ std::string heat_map(const Matrix& m, const HeatMapOptions& o) {
   for (int64_t c = 0; c < m.cols; c += col_step) {
     const std::string label = labelled_cols ? o.col_labels[static_cast<size_t>(c)] : std::to_string(c);
     const double x = x_of(c) + o.cell_width / 2 + 4, y = top - 4;
-    svg << "<text x=\"" << svg_number(x) << "\" y=\"" << svg_number(y) << "\" transform=\"rotate(-90 "
-        << svg_number(x) << " " << svg_number(y) << ")\">" << xml_escape(label) << "</text>\n";
+    svg << "<text x=\"" << svg_number(x) << "\" y=\"" << svg_number(y) << "\" transform=\"rotate(-90 " << svg_number(x)
+        << " " << svg_number(y) << ")\">" << xml_escape(label) << "</text>\n";
   }
   // Axis names and the colour legend.
   svg << "<text x=\"" << svg_number(left) << "\" y=\"" << svg_number(top + m.rows * o.cell_height + 18)

@@ -12,9 +12,9 @@ struct HeatMapOptions {
   std::string title;
   std::string row_axis, col_axis;                   // axis names ("target", "source", "position"...)
   std::vector<std::string> row_labels, col_labels;  // one per row/column (subwords); empty: numbered ticks
-  bool diverging = false;  // values in [-1, 1] on blue-white-red; else [0, 1] on white-blue
+  bool diverging = false;                           // values in [-1, 1] on blue-white-red; else [0, 1] on white-blue
   double cell_width = 18, cell_height = 18;
-  bool tooltips = false;   // a <title> with the value on each cell (small matrices only)
+  bool tooltips = false;  // a <title> with the value on each cell (small matrices only)
 };
 
 /// An <svg> element (no XML declaration) drawing the matrix with its labels, title and colour

@@ -35,7 +35,8 @@ TEST(ErrorReport, EachCauseHasItsExitCode) {
 }
 
 TEST(ErrorReport, OutOfMemoryIsOneLineNamingTheBatchAndTheFlag) {
-  const auto named = report_of(OutOfMemory("out of memory on a batch of 512 sentences, 40 source x 38 target positions"));
+  const auto named =
+      report_of(OutOfMemory("out of memory on a batch of 512 sentences, 40 source x 38 target positions"));
   EXPECT_EQ(named.exit_code, kExitOutOfMemory);
   EXPECT_NE(named.message.find("a batch of 512 sentences"), std::string::npos) << named.message;
   EXPECT_NE(named.message.find("lower --max-tokens"), std::string::npos) << named.message;

@@ -14,7 +14,7 @@ TEST(BatchPrefetcher, YieldsTheBatchesCollateGivesInOrder) {
   options.max_tokens = 200;
   const auto batches = make_batches(data, options, 1);
   ASSERT_GT(batches.size(), 5u);
-  BatchPrefetcher prefetcher(data, torch::kCPU);  // one worker across epochs
+  BatchPrefetcher prefetcher(data, torch::kCPU);       // one worker across epochs
   for (const size_t first : {size_t{0}, size_t{3}}) {  // 3: a resumed epoch
     prefetcher.begin_epoch(batches, first);
     for (size_t i = first; i < batches.size(); ++i) {

@@ -134,8 +134,8 @@ TEST(BatchingMulti30k, PaddingEfficiencyAtLeastNinetyPercent) {
   trainer.inputs = {(dir / "train.en.gz").string(), (dir / "train.de.gz").string()};
   trainer.vocab_size = 8000;
   const Tokenizer tokenizer = Tokenizer::from_serialized(train_tokenizer(trainer));
-  const PreparedSplit split =
-      testing::prepare_files((dir / "train.en.gz").string(), (dir / "train.de.gz").string(), tokenizer, PrepareOptions{});
+  const PreparedSplit split = testing::prepare_files((dir / "train.en.gz").string(), (dir / "train.de.gz").string(),
+                                                     tokenizer, PrepareOptions{});
   BatchingOptions options;
   options.max_tokens = 4096;
   for (const int64_t epoch : {1, 2}) {

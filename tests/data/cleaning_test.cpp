@@ -12,11 +12,11 @@ TEST(Cleaning, EachRuleInOrder) {
   options.max_len = 10;
   options.max_len_ratio = 3.0;
   EXPECT_EQ(check_pair(5, 7, options), CleaningRule::kKept);
-  EXPECT_EQ(check_pair(10, 10, options), CleaningRule::kKept);   // max_len itself is allowed
-  EXPECT_EQ(check_pair(3, 9, options), CleaningRule::kKept);     // ratio exactly 3 is allowed
+  EXPECT_EQ(check_pair(10, 10, options), CleaningRule::kKept);  // max_len itself is allowed
+  EXPECT_EQ(check_pair(3, 9, options), CleaningRule::kKept);    // ratio exactly 3 is allowed
   EXPECT_EQ(check_pair(0, 4, options), CleaningRule::kEmpty);
   EXPECT_EQ(check_pair(4, 0, options), CleaningRule::kEmpty);
-  EXPECT_EQ(check_pair(0, 40, options), CleaningRule::kEmpty);   // empty wins over too long
+  EXPECT_EQ(check_pair(0, 40, options), CleaningRule::kEmpty);  // empty wins over too long
   EXPECT_EQ(check_pair(11, 10, options), CleaningRule::kTooLong);
   EXPECT_EQ(check_pair(1, 11, options), CleaningRule::kTooLong);  // too long wins over the ratio
   EXPECT_EQ(check_pair(3, 10, options), CleaningRule::kBadRatio);

@@ -36,8 +36,8 @@ TEST(ParallelTextReader, TwoAlignedFilesInChunksKeepEveryLineAsItIs) {
   const std::vector<std::string> de = {"Ein Mann.", "leer", "x", "Zwei Hunde.", "Ümlaut", "letzte"};
   testing::write_lines(dir / "train.en", en);
   testing::write_lines(dir / "train.de.gz", de);
-  const auto pairs = read_all(
-      ParallelTextReader::open_files((dir / "train.en").string(), (dir / "train.de.gz").string()), 4);
+  const auto pairs =
+      read_all(ParallelTextReader::open_files((dir / "train.en").string(), (dir / "train.de.gz").string()), 4);
   EXPECT_EQ(sources(pairs), en);
   EXPECT_EQ(targets(pairs), de);
 }
@@ -57,21 +57,24 @@ TEST(ParallelTextReader, TsvLineWithoutExactlyOneTabNamesFileAndLine) {
   EXPECT_NE(error_of<std::runtime_error>([&] { read_all(ParallelTextReader::open_tsv(path)); }).find(path + ":2: "),
             std::string::npos);
   testing::write_text(path, "a\tb\tc\n");
-  EXPECT_NE(error_of<std::runtime_error>([&] { read_all(ParallelTextReader::open_tsv(path)); })
-                .find(path + ":1: expected source<TAB>target, found more than one TAB"),
+  EXPECT_NE(error_of<std::runtime_error>([&] {
+              read_all(ParallelTextReader::open_tsv(path));
+            }).find(path + ":1: expected source<TAB>target, found more than one TAB"),
             std::string::npos);
 }
 
 TEST(ParallelTextReader, WmtSgmlSegmentsWithEntitiesDecoded) {
   testing::TempDir dir;
-  testing::write_text(dir / "newstest-src.en.sgm",
-                      "<srcset setid=\"newstest2014\" srclang=\"en\">\n<doc docid=\"1\">\n"
-                      "<seg id=\"1\">Tom &amp; Jerry</seg>\n<seg id=\"2\">&quot;Hi&quot; &lt;3</seg>\n</doc>\n</srcset>\n");
-  testing::write_text(dir / "newstest-ref.de.sgm",
-                      "<refset setid=\"newstest2014\" trglang=\"de\">\n<doc docid=\"1\">\n"
-                      "<seg id=\"1\">Tom &amp; Jerry</seg>\n<seg id=\"2\">&#8222;Hallo&#8220;</seg>\n</doc>\n</refset>\n");
-  ParallelTextReader reader = ParallelTextReader::open_files((dir / "newstest-src.en.sgm").string(),
-                                                             (dir / "newstest-ref.de.sgm").string());
+  testing::write_text(
+      dir / "newstest-src.en.sgm",
+      "<srcset setid=\"newstest2014\" srclang=\"en\">\n<doc docid=\"1\">\n"
+      "<seg id=\"1\">Tom &amp; Jerry</seg>\n<seg id=\"2\">&quot;Hi&quot; &lt;3</seg>\n</doc>\n</srcset>\n");
+  testing::write_text(
+      dir / "newstest-ref.de.sgm",
+      "<refset setid=\"newstest2014\" trglang=\"de\">\n<doc docid=\"1\">\n"
+      "<seg id=\"1\">Tom &amp; Jerry</seg>\n<seg id=\"2\">&#8222;Hallo&#8220;</seg>\n</doc>\n</refset>\n");
+  ParallelTextReader reader =
+      ParallelTextReader::open_files((dir / "newstest-src.en.sgm").string(), (dir / "newstest-ref.de.sgm").string());
   EXPECT_NE(reader.where(1).find("newstest-src.en.sgm segment 2"), std::string::npos) << reader.where(1);
   const auto pairs = read_all(std::move(reader));
   EXPECT_EQ(sources(pairs), (std::vector<std::string>{"Tom & Jerry", "\"Hi\" <3"}));
@@ -95,7 +98,9 @@ TEST(ParallelTextReader, InvalidUtf8NamesFileAndLine) {
   testing::TempDir dir;
   const std::string en = (dir / "train.en").string(), de = (dir / "train.de").string();
   testing::write_lines(en, {"fine", "fine", "fine"});
-  testing::write_lines(de, {"gut", "gut", "Stra\xdf" "e"});  // Latin-1 ß
+  testing::write_lines(de, {"gut", "gut",
+                            "Stra\xdf"
+                            "e"});  // Latin-1 ß
   const std::string message = error_of<std::runtime_error>([&] { read_all(ParallelTextReader::open_files(en, de)); });
   EXPECT_NE(message.find(de + ":3: not valid UTF-8"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";

@@ -20,7 +20,8 @@ struct DirtyCorpus {
     std::string long_en, long_de;
     for (int i = 0; i < 60; ++i) long_en += "a man rides a bike over the street ", long_de += "ein Mann fährt ";
     source.insert(source.begin() + 10, {"", "Two dogs.", long_en, "a"});
-    target.insert(target.begin() + 10, {"Ein Mann.", "   ", long_de, "zwei Hunde spielen im Schnee und ein Mädchen liest"});
+    target.insert(target.begin() + 10,
+                  {"Ein Mann.", "   ", long_de, "zwei Hunde spielen im Schnee und ein Mädchen liest"});
     testing::write_lines(source_path, source);
     testing::write_lines(target_path, target);
   }
@@ -38,7 +39,8 @@ PrepareOptions strict_options() {
 TEST(PrepareDataset, KeepsCleanPairsInOrderAndCountsEachDroppedOne) {
   const DirtyCorpus corpus;
   const Tokenizer& tokenizer = testing::parallel_tokenizer();
-  const PreparedSplit split = testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
+  const PreparedSplit split =
+      testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
   EXPECT_EQ(split.report.read, 504);
   EXPECT_EQ(split.report.empty, 2);      // "" and "   "
   EXPECT_EQ(split.report.too_long, 1);   // 480 subwords with --max-len 40
@@ -81,12 +83,13 @@ TEST(PrepareDataset, TsvGivesTheSameDatasetAsTwoFiles) {
 TEST(PrepareDataset, PreparedDirectoryDecodesBackToTheTokenizedTextExactly) {
   const DirtyCorpus corpus;
   const Tokenizer& tokenizer = testing::parallel_tokenizer();
-  const PreparedSplit train = testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
+  const PreparedSplit train =
+      testing::prepare_files(corpus.source_path, corpus.target_path, tokenizer, strict_options());
   const auto [valid_en, valid_de] = testing::parallel_sentences(30);
   testing::write_lines(corpus.dir / "valid.en", valid_en);
   testing::write_lines(corpus.dir / "valid.de", valid_de);
-  const PreparedSplit valid = testing::prepare_files((corpus.dir / "valid.en").string(), (corpus.dir / "valid.de").string(),
-                                            tokenizer, strict_options());
+  const PreparedSplit valid = testing::prepare_files((corpus.dir / "valid.en").string(),
+                                                     (corpus.dir / "valid.de").string(), tokenizer, strict_options());
   const std::string out = (corpus.dir / "prepared").string();
   save_prepared(out, tokenizer, train.data, &valid.data);
   ASSERT_TRUE(is_prepared_dir(out));
@@ -110,8 +113,9 @@ TEST(PrepareDataset, ReaderErrorsPassThrough) {
   testing::TempDir dir;
   testing::write_lines(dir / "a.en", {"x", "y"});
   testing::write_lines(dir / "a.de", {"x"});
-  EXPECT_THROW(testing::prepare_files((dir / "a.en").string(), (dir / "a.de").string(), testing::parallel_tokenizer(), {}),
-               std::runtime_error);
+  EXPECT_THROW(
+      testing::prepare_files((dir / "a.en").string(), (dir / "a.de").string(), testing::parallel_tokenizer(), {}),
+      std::runtime_error);
 }
 
 }  // namespace

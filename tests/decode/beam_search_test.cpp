@@ -243,9 +243,8 @@ TEST(BeamSearch, EarlyStopEndsOnceBeamHypothesesFinished) {
   // Every step: eos 0.5, token 4 0.3, token 5 0.2. With K = 2 the first step finishes "eos" (the
   // empty output) and extends 4; the second finishes "4" and extends 4 4. Early stop ends there,
   // with two finished; the exact rule keeps going while a live beam could still win.
-  ScriptedScorer scorer(6, [](const std::vector<int64_t>&) {
-    return std::vector<double>{1e-9, 1e-9, 1e-9, 0.5, 0.3, 0.2};
-  });
+  ScriptedScorer scorer(
+      6, [](const std::vector<int64_t>&) { return std::vector<double>{1e-9, 1e-9, 1e-9, 0.5, 0.3, 0.2}; });
   SearchOptions options;
   options.beam = 2;
   options.nbest = 2;

@@ -34,7 +34,7 @@ TEST(LogitsProcessors, MinLengthHoldsEosBackUnlessTheMaximumEndsTheRow) {
   std::vector<int64_t> none;
   auto log_probs = uniform();
   LogitsProcessors(options).apply(log_probs, RowFacts{1, {0, 1}, {&none, &none}});
-  EXPECT_EQ(log_probs[0][kEosId].item<float>(), kNegInf);  // 1 token so far, 2 needed
+  EXPECT_EQ(log_probs[0][kEosId].item<float>(), kNegInf);      // 1 token so far, 2 needed
   EXPECT_FLOAT_EQ(log_probs[1][kEosId].item<float>(), -1.0f);  // at its maximum: eos only
   EXPECT_EQ(log_probs[1][5].item<float>(), kNegInf);
   auto later = uniform();

@@ -226,8 +226,7 @@ TEST(BleuGolden, EveryCaseMatchesSacrebleu) {
   }
   EXPECT_GE(cases, 13u);
   std::cout << "[ golden  ] BLEU: " << cases << " cases, " << runs << " runs (" << segments
-            << " sentence-level segments); max |difference| " << difference.value << " at " << difference.where
-            << "\n";
+            << " sentence-level segments); max |difference| " << difference.value << " at " << difference.where << "\n";
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "text/unicode_text.h"
 #include "tests/test_support.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 namespace {

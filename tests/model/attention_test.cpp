@@ -57,8 +57,8 @@ TEST(MultiHeadAttention, MaskedSelfAttentionMatchesLibTorch) {
   auto reference = reference_for(ours);
   const auto x = torch::randn({3, 6, kD});
   auto ids = torch::randint(4, 20, {3, 6}, torch::kLong);
-  ids.index_put_({1, torch::indexing::Slice(4)}, 0);  // sentence 1 has 2 pads
-  ids.index_put_({2, torch::indexing::Slice(1)}, 0);  // sentence 2 has 5 pads
+  ids.index_put_({1, torch::indexing::Slice(4)}, 0);                          // sentence 1 has 2 pads
+  ids.index_put_({2, torch::indexing::Slice(1)}, 0);                          // sentence 2 has 5 pads
   const auto ours_mask = padding_mask(ids, 0) & causal_mask(6, torch::kCPU);  // [3, 1, 6, 6]
   const auto pad_keys = ids.eq(0);
   // LibTorch's C++ MultiheadAttention adds attn_mask to the scores, so it takes -inf, not bools.
@@ -138,8 +138,8 @@ TEST(Masks, CausalWindowAndPadding) {
   EXPECT_TRUE(torch::equal(window_mask(3, 4, 1, 0, torch::kCPU).view({3, 4}),
                            torch::tensor({1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1}, torch::kBool).view({3, 4})));
   // Query at absolute position 3 with window 1 sees keys 2..4.
-  EXPECT_TRUE(torch::equal(window_mask(1, 5, 1, 3, torch::kCPU).view({5}),
-                           torch::tensor({0, 0, 1, 1, 1}, torch::kBool)));
+  EXPECT_TRUE(
+      torch::equal(window_mask(1, 5, 1, 3, torch::kCPU).view({5}), torch::tensor({0, 0, 1, 1, 1}, torch::kBool)));
   const auto ids = torch::tensor({5, 6, 0}, torch::kLong).view({1, 3});
   EXPECT_EQ(padding_mask(ids, 0).sizes(), (std::vector<int64_t>{1, 1, 1, 3}));
   EXPECT_TRUE(torch::equal(padding_mask(ids, 0).view({3}), torch::tensor({1, 1, 0}, torch::kBool)));

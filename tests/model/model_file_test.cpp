@@ -7,8 +7,8 @@
 
 #include <chrono>
 #include <fstream>
-#include <thread>
 #include <iterator>
+#include <thread>
 
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
@@ -114,7 +114,8 @@ TEST(ModelFile, MismatchedShapeIsAClearError) {
     FAIL() << "expected an error";
   } catch (const std::runtime_error& error) {
     const std::string message = error.what();
-    EXPECT_NE(message.find("bad.pt: tensor encoder.layers.0.feed_forward.w1.weight has shape [64, 16], the model built from its config expects [32, 16]"),
+    EXPECT_NE(message.find("bad.pt: tensor encoder.layers.0.feed_forward.w1.weight has shape [64, 16], the model built "
+                           "from its config expects [32, 16]"),
               std::string::npos)
         << message;
   }
@@ -172,10 +173,13 @@ TEST(ModelFile, ValuesOfTheWrongTypeAreClearErrors) {
   // LibTorch's toStringRef()/toInt() would throw internal assertions (exit 4, a backtrace).
   testing::TempDir dir;
   const std::string config = nlohmann::json(small_config()).dump();
-  const std::string format = forge_header(dir / "a.pt", c10::IValue(int64_t{7}), c10::IValue(kModelFormatVersion), config);
+  const std::string format =
+      forge_header(dir / "a.pt", c10::IValue(int64_t{7}), c10::IValue(kModelFormatVersion), config);
   EXPECT_NE(format.find("a.pt: not a tfm model file ('format' is not text)"), std::string::npos) << format;
-  const std::string version = forge_header(dir / "b.pt", c10::IValue(std::string("tfm-model")), c10::IValue(std::string("1")), config);
-  EXPECT_NE(version.find("b.pt: not a tfm model file ('format_version' is not a number)"), std::string::npos) << version;
+  const std::string version =
+      forge_header(dir / "b.pt", c10::IValue(std::string("tfm-model")), c10::IValue(std::string("1")), config);
+  EXPECT_NE(version.find("b.pt: not a tfm model file ('format_version' is not a number)"), std::string::npos)
+      << version;
 }
 
 TEST(ModelFile, ADamagedConfigIsAnErrorBeforeTheModelIsBuilt) {

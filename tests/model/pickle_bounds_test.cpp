@@ -27,9 +27,13 @@ std::string error_of(const std::string& bytes) {
 
 TEST(PickleBounds, AcceptsWhatPicklersWrite) {
   // Python's pickle.dumps({'a': [1, 2.5, 'x', b'y', None, True]}, protocol=2), and protocol 0 text.
-  EXPECT_EQ(error_of("\x80\x02}q\x00X\x01\x00\x00\x00" "aq\x01]q\x02(K\x01G@\x04\x00\x00\x00\x00\x00\x00"
-                     "X\x01\x00\x00\x00xq\x03" "c_codecs\nencode\nq\x04X\x01\x00\x00\x00yq\x05X\x06\x00\x00"
-                     "\x00latin1q\x06\x86q\x07Rq\x08N\x88" "es."), "");
+  EXPECT_EQ(error_of("\x80\x02}q\x00X\x01\x00\x00\x00"
+                     "aq\x01]q\x02(K\x01G@\x04\x00\x00\x00\x00\x00\x00"
+                     "X\x01\x00\x00\x00xq\x03"
+                     "c_codecs\nencode\nq\x04X\x01\x00\x00\x00yq\x05X\x06\x00\x00"
+                     "\x00latin1q\x06\x86q\x07Rq\x08N\x88"
+                     "es."),
+            "");
   EXPECT_EQ(error_of("(dp0\nVa\np1\n(lp2\nI1\naF2.5\nas."), "");
 }
 
@@ -38,13 +42,13 @@ TEST(PickleBounds, RejectsNumbersPastTheRecordWithTheByteItFoundThemAt) {
   const std::string memo = error_of("\x80\x02}r\xff\xff\xff\x58.");
   EXPECT_NE(memo.find("m.pt: damaged file (its pickle at byte 3 names memo entry 1493172223"), std::string::npos)
       << memo;
-  EXPECT_NE(error_of("(dp99\n."), "");  // PUT 99 in a 7-byte pickle
+  EXPECT_NE(error_of("(dp99\n."), "");                                // PUT 99 in a 7-byte pickle
   const std::string length = error_of("\x80\x02X\xff\xff\xff\x7f.");  // BINUNICODE of 2 GB
   EXPECT_NE(length.find("at byte 2 asks for 2147483647 bytes past its end"), std::string::npos) << length;
   EXPECT_NE(error_of("\x80\x02\x8d\x00\x00\x00\x00\x01\x00\x00\x00."), "");  // BINUNICODE8
   EXPECT_NE(error_of("\x80\x02J\x01\x00"), "");                              // cut in BININT
-  EXPECT_NE(error_of("\x80\x02\xff."), "");                                                 // unknown opcode
-  EXPECT_NE(error_of("\x80\x02}"), "");                                     // no STOP
+  EXPECT_NE(error_of("\x80\x02\xff."), "");                                  // unknown opcode
+  EXPECT_NE(error_of("\x80\x02}"), "");                                      // no STOP
   EXPECT_NE(error_of("cmodule_without_newline"), "");
 }
 

@@ -1,7 +1,7 @@
 #include "runtime/precision.h"
 
-#include <gtest/gtest.h>
 #include <ATen/autocast_mode.h>
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/transformer.h"

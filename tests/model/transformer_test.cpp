@@ -86,7 +86,7 @@ void expect_incremental_equals_full(const ModelConfig& config) {
   auto target = random_ids(3, 5, config.vocab_size, 6);
   target.index_put_({torch::indexing::Slice(), 0}, kBosId);
   target.index_put_({torch::indexing::Slice(1), torch::indexing::Slice(3)}, 7);  // no pads in the target prefix
-  const auto full = torch::log_softmax(model->forward(source, target), -1);  // [B, T, V]
+  const auto full = torch::log_softmax(model->forward(source, target), -1);      // [B, T, V]
   auto state = model->start_decoding(model->encode(source));
   for (int64_t t = 0; t < target.size(1); ++t) {
     const auto step = model->step(target.select(1, t), state);  // [B, V]
@@ -194,7 +194,9 @@ class BothKernels : public ::testing::TestWithParam<bool> {
   void TearDown() override { set_fused_kernels(true); }
 };
 INSTANTIATE_TEST_SUITE_P(Kernels, BothKernels, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& kernels) { return kernels.param ? "fused" : "plain"; });
+                         [](const ::testing::TestParamInfo<bool>& kernels) {
+                           return kernels.param ? "fused" : "plain";
+                         });
 
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
   for (const double epsilon : {0.1, 0.0}) {

@@ -15,10 +15,10 @@ TEST(ChoosePrecision, AutoPicksBfloat16OnlyWhereItIsNative) {
     Precision expected;
   };
   const std::vector<Case> cases = {
-      {kCpu, {false, false}, Precision::kFloat32},   {kCpu, {true, false}, Precision::kBFloat16},
-      {kCpu, {false, true}, Precision::kFloat32},    {kCpu, {true, true}, Precision::kBFloat16},
-      {kCuda, {false, false}, Precision::kFloat32},  {kCuda, {true, false}, Precision::kFloat32},
-      {kCuda, {false, true}, Precision::kBFloat16},  {kCuda, {true, true}, Precision::kBFloat16},
+      {kCpu, {false, false}, Precision::kFloat32},  {kCpu, {true, false}, Precision::kBFloat16},
+      {kCpu, {false, true}, Precision::kFloat32},   {kCpu, {true, true}, Precision::kBFloat16},
+      {kCuda, {false, false}, Precision::kFloat32}, {kCuda, {true, false}, Precision::kFloat32},
+      {kCuda, {false, true}, Precision::kBFloat16}, {kCuda, {true, true}, Precision::kBFloat16},
   };
   for (const auto& c : cases) {
     const auto choice = choose_precision("auto", c.device, c.support);

@@ -20,8 +20,7 @@ TEST(OneDnnCache, IsBoundedUnlessTheUserChoseACapacity) {
   unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
   bound_onednn_primitive_cache();
   ASSERT_NE(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), nullptr);
-  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")),
-            std::to_string(kOneDnnPrimitiveCacheCapacity));
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), std::to_string(kOneDnnPrimitiveCacheCapacity));
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7", 1);
   bound_onednn_primitive_cache();
   EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), "7");
@@ -85,7 +84,8 @@ TEST(Capabilities, TfmCpuBf16ReplacesTheProbesAnswerAndVersionSaysSo) {
     EXPECT_TRUE(caps.cpu_bf16);
     EXPECT_TRUE(probe_precision_support().cpu_bf16_native);
     EXPECT_NE(describe(caps).find("bf16: cpu yes (native AVX512-BF16/AMX) [as TFM_CPU_BF16=native says]"),
-              std::string::npos) << describe(caps);
+              std::string::npos)
+        << describe(caps);
   }
   {
     ScopedEnv env("TFM_CPU_BF16", "emulated");

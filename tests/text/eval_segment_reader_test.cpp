@@ -40,7 +40,9 @@ TEST(EvalSegmentReader, ReadsGzip) {
 
 TEST(EvalSegmentReader, InvalidUtf8NamesFileAndLine) {
   testing::TempDir dir;
-  testing::write_text(dir / "latin1.txt", "ok\nStra\xdf" "e\n");
+  testing::write_text(dir / "latin1.txt",
+                      "ok\nStra\xdf"
+                      "e\n");
   const std::string message = runtime_error_of([&] { read_segments((dir / "latin1.txt").string()); });
   EXPECT_NE(message.find((dir / "latin1.txt").string() + ":2"), std::string::npos) << message;
 }

@@ -28,7 +28,9 @@ class PipedStdin {
     dup2(saved_, STDIN_FILENO);
     close(saved_);
   }
-  void write(const std::string& text) const { ASSERT_EQ(::write(write_end, text.data(), text.size()), ssize_t(text.size())); }
+  void write(const std::string& text) const {
+    ASSERT_EQ(::write(write_end, text.data(), text.size()), ssize_t(text.size()));
+  }
   void close_input() {
     if (write_end >= 0) close(write_end);
     write_end = -1;

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "text/line_reader.h"
 #include "tests/test_support.h"
+#include "text/line_reader.h"
 #include "text/special_ids.h"
 #include "tokenizer/tokenizer_trainer.h"
 
@@ -187,9 +187,9 @@ TEST(TokenizerTrain, MissingInputNamesTheFile) {
 /// (Zs: U+00A0, U+1680, U+2000-U+200A, U+202F, U+205F, U+3000) becomes U+0020, runs collapse
 /// to one space, and leading/trailing spaces go.
 std::string normalize_spaces(const std::string& text) {
-  static const std::vector<std::string> separators = {
-      "\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006",
-      "\u2007", "\u2008", "\u2009", "\u200A", "\u202F", "\u205F", "\u3000"};
+  static const std::vector<std::string> separators = {"\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
+                                                      "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009",
+                                                      "\u200A", "\u202F", "\u205F", "\u3000"};
   std::string collapsed;
   for (size_t at = 0; at < text.size();) {
     bool is_space = text[at] == ' ';

@@ -28,7 +28,8 @@ void save_at(CheckpointFiles& files, testing::ToyTask& task, const TrainingProgr
   Transformer model(task.config);
   torch::optim::Adam optimizer(model->parameters());
   const fs::path path = files.path_for(progress, epoch_end);
-  save_checkpoint(path.string(), model, task.data.tokenizer.serialized(), optimizer, progress, nlohmann::json::object());
+  save_checkpoint(path.string(), model, task.data.tokenizer.serialized(), optimizer, progress,
+                  nlohmann::json::object());
   files.saved(path, progress, is_best);
 }
 
@@ -75,8 +76,8 @@ TEST(CheckpointFiles, KeepsTheNewestByRecordedProgressAndLeavesForeignFilesAlone
   const auto average = load_model_file(resumed.average().string(), torch::kCPU);
   const auto a = load_model_file(task.options.save_dir + "/checkpoint_2_30.pt", torch::kCPU);
   const auto b = load_model_file(task.options.save_dir + "/checkpoint_1_20.pt", torch::kCPU);
-  EXPECT_TRUE(torch::allclose(average.model->parameters()[0],
-                              (a.model->parameters()[0] + b.model->parameters()[0]) / 2, 1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(average.model->parameters()[0], (a.model->parameters()[0] + b.model->parameters()[0]) / 2,
+                              1e-6, 1e-7));
 }
 
 }  // namespace

@@ -35,10 +35,13 @@ class DataParallelRuns : public ::testing::Test {
   void SetUp() override {
     const std::string data = (dir_ / "data").string();
     ASSERT_EQ(std::system(("python3 " TFM_SOURCE_DIR "/scripts/make_numbers_corpus.py " + data +
-                           " --train 200 --valid 10 --test 10 > /dev/null").c_str()), 0);
-    ASSERT_EQ(testing::run({TFM_BINARY, "prepare", "--train-src", data + "/train.en", "--train-tgt",
-                            data + "/train.de", "--vocab-size", "120", "-o", prepared()},
-                           log("prepare")), 0)
+                           " --train 200 --valid 10 --test 10 > /dev/null")
+                              .c_str()),
+              0);
+    ASSERT_EQ(testing::run({TFM_BINARY, "prepare", "--train-src", data + "/train.en", "--train-tgt", data + "/train.de",
+                            "--vocab-size", "120", "-o", prepared()},
+                           log("prepare")),
+              0)
         << testing::read_file(log("prepare"));
   }
 
@@ -57,16 +60,55 @@ class DataParallelRuns : public ::testing::Test {
   /// float32 throughout: on a CPU with native bf16, `--dtype auto` would train in bf16 autocast,
   /// whose rounding of the same sums in another order is far coarser (7.7e-3 apart).
   std::vector<std::string> train(const std::string& run, int update_freq, int max_updates = 10) const {
-    return {TFM_BINARY, "--threads", "1", "train", "--train-src", prepared(), "--save-dir", (dir_ / run).string(),
-            "--dtype", "float32", "--preset", "tiny", "--d-model", "32", "--d-ff", "64", "--dropout", "0", "--attention-dropout", "0",
-            "--relu-dropout", "0", "--max-tokens", "128", "--update-freq", std::to_string(update_freq),
-            "--lr-scheduler", "inverse_sqrt", "--lr", "0.01", "--warmup", "2", "--max-updates", std::to_string(max_updates),
-            "--save-interval-updates", "5", "--adam-eps", "1e-4", "--keep-last", "0", "--average-last", "0", "--log-interval", "1"};
+    return {TFM_BINARY,
+            "--threads",
+            "1",
+            "train",
+            "--train-src",
+            prepared(),
+            "--save-dir",
+            (dir_ / run).string(),
+            "--dtype",
+            "float32",
+            "--preset",
+            "tiny",
+            "--d-model",
+            "32",
+            "--d-ff",
+            "64",
+            "--dropout",
+            "0",
+            "--attention-dropout",
+            "0",
+            "--relu-dropout",
+            "0",
+            "--max-tokens",
+            "128",
+            "--update-freq",
+            std::to_string(update_freq),
+            "--lr-scheduler",
+            "inverse_sqrt",
+            "--lr",
+            "0.01",
+            "--warmup",
+            "2",
+            "--max-updates",
+            std::to_string(max_updates),
+            "--save-interval-updates",
+            "5",
+            "--adam-eps",
+            "1e-4",
+            "--keep-last",
+            "0",
+            "--average-last",
+            "0",
+            "--log-interval",
+            "1"};
   }
 
   static std::vector<std::string> rank_environment(int port, int rank) {
-    return {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "WORLD_SIZE=2",
-            "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=2"};
+    return {"MASTER_ADDR=127.0.0.1",        "MASTER_PORT=" + std::to_string(port), "WORLD_SIZE=2",
+            "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),  "LOCAL_WORLD_SIZE=2"};
   }
 
   /// Runs `args` as ranks 0 and 1 on 127.0.0.1 (logs NAME-rank0.log, NAME-rank1.log); both must
@@ -102,8 +144,8 @@ TEST_P(DataParallel, TwoRanksTakeTheStepsOfOneProcessOnTheUnionOfTheirBatches) {
   ASSERT_EQ(testing::run(train("union", 2 * per_rank), log("union")), 0) << testing::read_file(log("union"));
   const auto [difference, where] = max_parameter_difference(checkpoint("ranks"), checkpoint("union"));
   std::cout << "largest difference from one process: " << difference << " (" << where << ")\n";
-  EXPECT_LT(difference, 1e-5) << "two ranks x --update-freq " << per_rank << " against one process x "
-                              << 2 * per_rank << ", at " << where;
+  EXPECT_LT(difference, 1e-5) << "two ranks x --update-freq " << per_rank << " against one process x " << 2 * per_rank
+                              << ", at " << where;
   // The comparison can tell runs apart: one process on half the batches ends far away.
   ASSERT_EQ(testing::run(train("half", per_rank), log("half")), 0) << testing::read_file(log("half"));
   EXPECT_GT(max_parameter_difference(checkpoint("ranks"), checkpoint("half")).first, 1e-3);

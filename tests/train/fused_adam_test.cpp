@@ -38,8 +38,10 @@ TEST(FusedAdam, EqualsAdamStepOverSeveralUpdates) {
   for (size_t i = 0; i < plain_params.size(); ++i) EXPECT_TENSOR_NEAR(fused_params[i], plain_params[i], 1e-6);
   // The state is Adam's own: step counts and moments agree, so checkpoints carry it unchanged.
   for (size_t i = 0; i < plain_params.size(); ++i) {
-    const auto& a = static_cast<torch::optim::AdamParamState&>(*plain.state().at(plain_params[i].unsafeGetTensorImpl()));
-    const auto& b = static_cast<torch::optim::AdamParamState&>(*fused.state().at(fused_params[i].unsafeGetTensorImpl()));
+    const auto& a =
+        static_cast<torch::optim::AdamParamState&>(*plain.state().at(plain_params[i].unsafeGetTensorImpl()));
+    const auto& b =
+        static_cast<torch::optim::AdamParamState&>(*fused.state().at(fused_params[i].unsafeGetTensorImpl()));
     EXPECT_EQ(a.step(), b.step());
     EXPECT_TENSOR_NEAR(b.exp_avg(), a.exp_avg(), 1e-7);
     EXPECT_TENSOR_NEAR(b.exp_avg_sq(), a.exp_avg_sq(), 1e-8);

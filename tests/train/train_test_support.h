@@ -15,7 +15,7 @@ namespace tfm::testing {
 
 /// Six pairs of a toy task.
 inline const std::vector<std::pair<std::string, std::string>> kToyPairs = {
-    {"one cat", "eine Katze"}, {"two cats", "zwei Katzen"}, {"one dog", "ein Hund"},
+    {"one cat", "eine Katze"},  {"two cats", "zwei Katzen"},   {"one dog", "ein Hund"},
     {"two dogs", "zwei Hunde"}, {"three cats", "drei Katzen"}, {"three dogs", "drei Hunde"}};
 
 /// A 30-piece tokenizer trained on the toy pairs (written to `dir`).

@@ -10,7 +10,6 @@
 #include <iterator>
 
 #include "data/batching.h"
-#include "translation/translator.h"
 #include "model/model_file.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
@@ -19,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_average.h"
 #include "train/lr_schedule.h"
+#include "translation/translator.h"
 
 namespace tfm {
 namespace {
@@ -177,8 +177,8 @@ TEST(Trainer, ADamagedOptimizerStateIsAnErrorNotASilentlyDifferentRun) {
   ASSERT_TRUE(find_tensor(trainer_state, "exp_avg_sq", moment));
   // Overwrite 8 bytes inside that moment, found by content, as the dd command would.
   const auto contiguous = moment.contiguous();
-  ASSERT_TRUE(testing::overwrite_after_pattern(
-      last, std::string(static_cast<const char*>(contiguous.data_ptr()), 32), 8, std::string(8, '\x7f')));
+  ASSERT_TRUE(testing::overwrite_after_pattern(last, std::string(static_cast<const char*>(contiguous.data_ptr()), 32),
+                                               8, std::string(8, '\x7f')));
   task.options.max_updates = 6;
   try {
     Trainer resumed(task.options, task.config, task.data, torch::kCPU);
@@ -320,8 +320,8 @@ TEST(Trainer, RotationAndAveragingFollowTheRecordedProgressNotFileTimes) {
   for (const auto& file : after) kept.push_back(file.first);
   EXPECT_EQ(kept, (std::vector<int64_t>{5, 6, 7})) << "rotation kept other checkpoints than the newest three";
   // checkpoint_avg.pt is the mean of the two newest by progress.
-  const auto expected = average_checkpoints({task.options.save_dir + "/" + after[1].second,
-                                             task.options.save_dir + "/" + after[2].second});
+  const auto expected = average_checkpoints(
+      {task.options.save_dir + "/" + after[1].second, task.options.save_dir + "/" + after[2].second});
   const auto written = load_model_file(task.options.save_dir + "/checkpoint_avg.pt", torch::kCPU);
   auto expected_parameters = expected.model->named_parameters();
   for (const auto& item : written.model->named_parameters()) {

@@ -32,7 +32,8 @@ struct RawCorpus {
   }
   static void write_sgml(const std::filesystem::path& path, const std::vector<std::string>& lines) {
     std::vector<std::string> sgml = {"<srcset setid=\"toy\" srclang=\"any\">", "<doc docid=\"d1\" genre=\"news\">"};
-    for (size_t i = 0; i < lines.size(); ++i) sgml.push_back("<seg id=\"" + std::to_string(i + 1) + "\">" + lines[i] + "</seg>");
+    for (size_t i = 0; i < lines.size(); ++i)
+      sgml.push_back("<seg id=\"" + std::to_string(i + 1) + "\">" + lines[i] + "</seg>");
     sgml.push_back("</doc>");
     sgml.push_back("</srcset>");
     testing::write_lines(path, sgml);

@@ -44,7 +44,7 @@ TEST(TrainingSchedule, ValidateEveryKeepsItsOwnIntervalApartFromSaves) {
 
 TEST(TrainingSchedule, TheStopValidatesTheLastCheckpointUnlessThatWasDone) {
   const TrainingSchedule schedule{TrainOptions()};
-  EXPECT_FALSE(schedule.at_stop(40, 40, 40).save);  // saved and validated at this update
+  EXPECT_FALSE(schedule.at_stop(40, 40, 40).save);     // saved and validated at this update
   EXPECT_TRUE(schedule.at_stop(40, 40, 20).validate);  // saved (an epoch end), not validated
   EXPECT_TRUE(schedule.at_stop(41, 40, 40).save);
 }
@@ -73,10 +73,10 @@ TEST(TrainingSchedule, BudgetIsTheLargestShareOfAnyLimit) {
   options.time_limit_minutes = 10;
   options.max_epochs = 4;
   const TrainingSchedule schedule(options);
-  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250), 60, 100), 0.25);                 // updates
-  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250), 300, 100), 0.5);                 // time
-  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250, 3, 50), 60, 100), 2.5 / 4);       // epochs
-  EXPECT_DOUBLE_EQ(schedule.budget_used(at(2000), 0, 100), 1.0);                  // never past the end
+  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250), 60, 100), 0.25);            // updates
+  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250), 300, 100), 0.5);            // time
+  EXPECT_DOUBLE_EQ(schedule.budget_used(at(250, 3, 50), 60, 100), 2.5 / 4);  // epochs
+  EXPECT_DOUBLE_EQ(schedule.budget_used(at(2000), 0, 100), 1.0);             // never past the end
   EXPECT_DOUBLE_EQ(TrainingSchedule(TrainOptions()).budget_used(at(7), 9, 10), 0.0);
 }
 

@@ -6,13 +6,13 @@
 #include <cmath>
 #include <limits>
 
-#include "translation/translator.h"
 #include "model/masks.h"
 #include "tests/decode/decode_test_support.h"
-#include "tests/translation/translation_test_support.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
+#include "tests/translation/translation_test_support.h"
 #include "text/special_ids.h"
+#include "translation/translator.h"
 
 namespace tfm {
 namespace {

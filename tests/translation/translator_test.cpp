@@ -1,16 +1,16 @@
 #include "translation/translator.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
 #include <sys/resource.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <fstream>
 
 #include "runtime/errors.h"
 #include "tests/decode/decode_test_support.h"
-#include "tests/translation/translation_test_support.h"
 #include "tests/test_support.h"
+#include "tests/translation/translation_test_support.h"
 
 namespace tfm {
 namespace {
@@ -148,8 +148,8 @@ TEST(Translator, RunningOutOfMemoryIsAnErrorNamingTheBatch) {
 
 TEST(Translator, SmallBatchesGiveTheSameOutputsInOrder) {
   Fixture f;
-  const std::vector<std::string> lines = {"one two three", "cats", "drei Katzen und zwei Hunde .", "two dogs",
-                                          "", "three three three cats ."};
+  const std::vector<std::string> lines = {"one two three", "cats", "drei Katzen und zwei Hunde .",
+                                          "two dogs",      "",     "three three three cats ."};
   auto options = short_outputs();
   Translator whole({f.model}, f.tokenizer, options, torch::kCPU);
   const auto together = whole.translate(lines);
@@ -176,9 +176,9 @@ TEST(Translator, EnsembleOfOneModelTwiceEqualsTheModel) {
 
 TEST(Translator, RejectsAModelOfAnotherVocabulary) {
   Fixture f;
-  EXPECT_THROW(Translator({Fixture::make_model(f.tokenizer.vocab_size() + 1)}, f.tokenizer, short_outputs(),
-                          torch::kCPU),
-               std::invalid_argument);
+  EXPECT_THROW(
+      Translator({Fixture::make_model(f.tokenizer.vocab_size() + 1)}, f.tokenizer, short_outputs(), torch::kCPU),
+      std::invalid_argument);
 }
 
 }  // namespace

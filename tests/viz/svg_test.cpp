@@ -16,7 +16,7 @@ namespace {
 TEST(Svg, EscapesEverythingXmlReserves) {
   EXPECT_EQ(xml_escape(R"(a<b>&"c'd)"), "a&lt;b&gt;&amp;&quot;c&#39;d");
   EXPECT_EQ(xml_escape("\xE2\x96\x81Katzen"), "\xE2\x96\x81Katzen");  // SentencePiece's U+2581 passes
-  EXPECT_EQ(xml_escape(std::string("a\x01z")), "a\xEF\xBF\xBDz");  // not allowed in XML 1.0 at all
+  EXPECT_EQ(xml_escape(std::string("a\x01z")), "a\xEF\xBF\xBDz");     // not allowed in XML 1.0 at all
 }
 
 TEST(Svg, JsonForAScriptCannotCloseTheScriptOrItsCdata) {
@@ -64,7 +64,8 @@ TEST(HeatMap, LabelsEveryRowAndColumnAndSharesAPathPerColour) {
   options.row_labels = {"x", "y<"};
   options.col_labels = {"a", "b", "c"};
   const std::string svg = heat_map(m, options);
-  for (const char* label : {">x<", ">y&lt;<", ">a<", ">b<", ">c<"}) EXPECT_NE(svg.find(label), std::string::npos) << label;
+  for (const char* label : {">x<", ">y&lt;<", ">a<", ">b<", ">c<"})
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
   size_t paths = 0;
   for (size_t at = 0; (at = svg.find("<path", at)) != std::string::npos; ++at) ++paths;
   EXPECT_EQ(paths, 3u);  // three distinct values, three colours
