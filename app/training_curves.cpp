@@ -57,7 +57,8 @@ std::vector<ChartPanel> training_panels(const std::vector<TrainingRun>& runs) {
                                                 {"minutes", &TrainingRun::Point::minutes}};
   std::vector<ChartPanel> panels;
   for (const auto& q : quantities) {
-    for (const auto& [axis, x_field] : axes) {
+    for (const auto& [axis, field_of_x] : axes) {
+      const Field x_field = field_of_x;  // a lambda below uses it: C++17 lambdas cannot capture bindings
       ChartPanel panel{std::string(q.title) + " by " + axis, axis, q.title, {}, q.log_y};
       for (size_t r = 0; r < runs.size(); ++r) {
         const auto add = [&](const std::vector<TrainingRun::Point>& points, const std::string& kind, bool dashed) {

@@ -99,8 +99,9 @@ std::string heat_map(const Matrix& m, const HeatMapOptions& o) {
   svg << "<text x=\"" << svg_number(left) << "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(o.title)
       << "</text>\n";
   // Cells: one path per colour step; tooltips need one element per cell instead.
-  const auto x_of = [&](int64_t col) { return left + col * o.cell_width; };
-  const auto y_of = [&](int64_t row) { return top + row * o.cell_height; };
+  // (C++17 lambdas cannot capture structured bindings, hence the init-captures)
+  const auto x_of = [&, x0 = left](int64_t col) { return x0 + col * o.cell_width; };
+  const auto y_of = [&, y0 = top](int64_t row) { return y0 + row * o.cell_height; };
   if (o.tooltips) {
     for (int64_t r = 0; r < m.rows; ++r) {
       for (int64_t c = 0; c < m.cols; ++c) {
