@@ -35,14 +35,10 @@ CleaningRule check_pair(int64_t source_length, int64_t target_length, const Clea
 
 const char* rule_name(CleaningRule rule) {
   switch (rule) {
-    case CleaningRule::kKept:
-      return "kept";
-    case CleaningRule::kEmpty:
-      return "empty";
-    case CleaningRule::kTooLong:
-      return "too long";
-    case CleaningRule::kBadRatio:
-      return "length ratio";
+    case CleaningRule::kKept: return "kept";
+    case CleaningRule::kEmpty: return "empty";
+    case CleaningRule::kTooLong: return "too long";
+    case CleaningRule::kBadRatio: return "length ratio";
   }
   return "?";
 }
@@ -50,18 +46,10 @@ const char* rule_name(CleaningRule rule) {
 void CleaningReport::count(CleaningRule rule) {
   ++read;
   switch (rule) {
-    case CleaningRule::kKept:
-      ++kept;
-      break;
-    case CleaningRule::kEmpty:
-      ++empty;
-      break;
-    case CleaningRule::kTooLong:
-      ++too_long;
-      break;
-    case CleaningRule::kBadRatio:
-      ++bad_ratio;
-      break;
+    case CleaningRule::kKept: ++kept; break;
+    case CleaningRule::kEmpty: ++empty; break;
+    case CleaningRule::kTooLong: ++too_long; break;
+    case CleaningRule::kBadRatio: ++bad_ratio; break;
   }
 }
 

@@ -39,9 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t half = size / 2;
   try {
     switch (layout) {
-      case 0:
-        check_pairs(tfm::ParallelTextReader::open_tsv(tfm::fuzz::write_scratch("corpus.tsv", data, size)));
-        break;
+      case 0: check_pairs(tfm::ParallelTextReader::open_tsv(tfm::fuzz::write_scratch("corpus.tsv", data, size))); break;
       case 1:
         check_pairs(
             tfm::ParallelTextReader::open_files(tfm::fuzz::write_scratch("corpus.en", data, half),

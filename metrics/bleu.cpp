@@ -61,14 +61,10 @@ SmoothMethod parse_smooth_method(const std::string& name) {
 
 std::string smooth_method_name(SmoothMethod method) {
   switch (method) {
-    case SmoothMethod::kExp:
-      return "exp";
-    case SmoothMethod::kFloor:
-      return "floor";
-    case SmoothMethod::kAddK:
-      return "add-k";
-    case SmoothMethod::kNone:
-      return "none";
+    case SmoothMethod::kExp: return "exp";
+    case SmoothMethod::kFloor: return "floor";
+    case SmoothMethod::kAddK: return "add-k";
+    case SmoothMethod::kNone: return "none";
   }
   throw std::logic_error("unknown SmoothMethod");
 }

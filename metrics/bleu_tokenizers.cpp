@@ -105,14 +105,10 @@ BleuTokenizer parse_bleu_tokenizer(const std::string& name) {
 
 std::string tokenizer_name(BleuTokenizer tokenizer) {
   switch (tokenizer) {
-    case BleuTokenizer::k13a:
-      return "13a";
-    case BleuTokenizer::kIntl:
-      return "intl";
-    case BleuTokenizer::kChar:
-      return "char";
-    case BleuTokenizer::kNone:
-      return "none";
+    case BleuTokenizer::k13a: return "13a";
+    case BleuTokenizer::kIntl: return "intl";
+    case BleuTokenizer::kChar: return "char";
+    case BleuTokenizer::kNone: return "none";
   }
   throw std::logic_error("unknown BleuTokenizer");
 }
@@ -121,15 +117,9 @@ std::vector<std::string> tokenize_to_tokens(BleuTokenizer tokenizer, const std::
   const std::u32string text = utf8_to_u32(segment);
   std::vector<std::u32string> pieces;
   switch (tokenizer) {
-    case BleuTokenizer::k13a:
-      pieces = split_python(tokenize_13a(text));
-      break;
-    case BleuTokenizer::kIntl:
-      pieces = split_python(tokenize_intl(text));
-      break;
-    case BleuTokenizer::kNone:
-      pieces = split_python(text);
-      break;
+    case BleuTokenizer::k13a: pieces = split_python(tokenize_13a(text)); break;
+    case BleuTokenizer::kIntl: pieces = split_python(tokenize_intl(text)); break;
+    case BleuTokenizer::kNone: pieces = split_python(text); break;
     case BleuTokenizer::kChar:
       // sacreBLEU joins every character with spaces; splitting again drops the whitespace ones.
       for (const char32_t c : text) {

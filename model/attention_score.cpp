@@ -28,8 +28,7 @@ AttentionScorerImpl::AttentionScorerImpl(const AttentionScorerOptions& options)
       sharpness_ = register_parameter("sharpness", torch::full({heads}, std::sqrt(static_cast<double>(head_dim))));
       break;
     case AttentionScore::kScaledDot:
-    case AttentionScore::kDot:
-      break;
+    case AttentionScore::kDot: break;
   }
 }
 
@@ -38,12 +37,9 @@ torch::Tensor AttentionScorerImpl::forward(const torch::Tensor& q, const torch::
     case AttentionScore::kScaledDot:
       // Scaling q ([B,H,T,Dh]) is cheaper than scaling the scores ([B,H,T,S]).
       return torch::matmul(q / std::sqrt(static_cast<double>(head_dim_)), k.transpose(-2, -1));
-    case AttentionScore::kDot:
-      return torch::matmul(q, k.transpose(-2, -1));
-    case AttentionScore::kGeneral:
-      return torch::matmul(torch::matmul(q, bilinear_), k.transpose(-2, -1));  // (q W) k^T
-    case AttentionScore::kAdditive:
-      return additive(q, k);
+    case AttentionScore::kDot: return torch::matmul(q, k.transpose(-2, -1));
+    case AttentionScore::kGeneral: return torch::matmul(torch::matmul(q, bilinear_), k.transpose(-2, -1));  // (q W) k^T
+    case AttentionScore::kAdditive: return additive(q, k);
     case AttentionScore::kCosine: {
       const auto qn = torch::nn::functional::normalize(q, torch::nn::functional::NormalizeFuncOptions().dim(-1));
       const auto kn = torch::nn::functional::normalize(k, torch::nn::functional::NormalizeFuncOptions().dim(-1));

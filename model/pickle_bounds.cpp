@@ -96,8 +96,7 @@ void check_pickle_bounds(const unsigned char* bytes, size_t size, const std::str
     if (code == '.') return;  // STOP
     const size_t left = size - at;
     switch (opcode.argument) {
-      case Argument::kNone:
-        break;
+      case Argument::kNone: break;
       case Argument::kFixed:
         if (left < static_cast<size_t>(opcode.width)) damaged(start, "ends inside an argument");
         at += opcode.width;
@@ -110,12 +109,8 @@ void check_pickle_bounds(const unsigned char* bytes, size_t size, const std::str
         at += length;
         break;
       }
-      case Argument::kLine:
-        at = line_end(at);
-        break;
-      case Argument::kTwoLines:
-        at = line_end(line_end(at));
-        break;
+      case Argument::kLine: at = line_end(at); break;
+      case Argument::kTwoLines: at = line_end(line_end(at)); break;
       case Argument::kMemoFixed: {
         if (left < static_cast<size_t>(opcode.width)) damaged(start, "ends inside a memo index");
         const uint64_t index = little_endian(bytes + at, opcode.width);

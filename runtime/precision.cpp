@@ -18,24 +18,18 @@ Precision parse_precision(const std::string& name) {
 
 std::string to_string(Precision precision) {
   switch (precision) {
-    case Precision::kFloat32:
-      return "float32";
-    case Precision::kBFloat16:
-      return "bfloat16";
-    case Precision::kFloat16:
-      return "float16";
+    case Precision::kFloat32: return "float32";
+    case Precision::kBFloat16: return "bfloat16";
+    case Precision::kFloat16: return "float16";
   }
   return "?";
 }
 
 torch::ScalarType scalar_type(Precision precision) {
   switch (precision) {
-    case Precision::kFloat32:
-      return torch::kFloat32;
-    case Precision::kBFloat16:
-      return torch::kBFloat16;
-    case Precision::kFloat16:
-      return torch::kFloat16;
+    case Precision::kFloat32: return torch::kFloat32;
+    case Precision::kBFloat16: return torch::kBFloat16;
+    case Precision::kFloat16: return torch::kFloat16;
   }
   return torch::kFloat32;
 }

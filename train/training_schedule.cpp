@@ -8,16 +8,11 @@ namespace tfm {
 
 std::string describe(StopReason reason) {
   switch (reason) {
-    case StopReason::kMaxEpochs:
-      return "reached " + option_name("max_epochs");
-    case StopReason::kMaxUpdates:
-      return "reached " + option_name("max_updates");
-    case StopReason::kTimeLimit:
-      return "reached " + option_name("time_limit");
-    case StopReason::kPatience:
-      return "no validation improvement for " + option_name("patience") + " validations";
-    case StopReason::kInterrupted:
-      return "interrupted";
+    case StopReason::kMaxEpochs: return "reached " + option_name("max_epochs");
+    case StopReason::kMaxUpdates: return "reached " + option_name("max_updates");
+    case StopReason::kTimeLimit: return "reached " + option_name("time_limit");
+    case StopReason::kPatience: return "no validation improvement for " + option_name("patience") + " validations";
+    case StopReason::kInterrupted: return "interrupted";
   }
   return "?";
 }

@@ -155,10 +155,8 @@ double loop_score(AttentionScorer& scorer, const torch::Tensor& q, const torch::
   };
   const auto params = scorer->named_parameters();
   switch (scorer->kind()) {
-    case AttentionScore::kScaledDot:
-      return dot(q, k) / std::sqrt(static_cast<double>(dh));
-    case AttentionScore::kDot:
-      return dot(q, k);
+    case AttentionScore::kScaledDot: return dot(q, k) / std::sqrt(static_cast<double>(dh));
+    case AttentionScore::kDot: return dot(q, k);
     case AttentionScore::kGeneral: {
       const auto w = params["bilinear"][h];  // q^T W k
       double sum = 0;
