@@ -53,6 +53,11 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options, const std
   add("--dtype", options.dtype,
       "auto (bfloat16 where the CPU or GPU computes it natively, else float32), float32, bfloat16 or float16 (CUDA)");
   add("--quantize", options.quantize, "none, or int8: int8 linear layers on the CPU (faster, BLEU within ~0.3)");
+  CLI::Option* shortlist = command.add_flag(
+      "--shortlist", options.shortlist,
+      "Score each batch over the target subwords its source words can translate to (the model file's shortlist, "
+      "from `tfm shortlist`): faster, BLEU within ~0.2");
+  if (!group.empty()) shortlist->group(group);
 }
 
 }  // namespace tfm

@@ -14,6 +14,7 @@ struct DecodingOptions {
   std::string dtype = "auto";
   std::string quantize = "none";  // none | int8
   std::string sampling = "none";  // none | topk:K | topp:P
+  bool shortlist = false;         // decode over the model file's shortlist (`tfm shortlist`)
 };
 
 /// --sampling's value into `sampling` (enabled, top_k or top_p; temperature and seed are set by
@@ -21,7 +22,7 @@ struct DecodingOptions {
 void parse_sampling(const std::string& value, SamplingOptions& sampling);
 
 /// Adds --beam, --lenpen, --max-len-a/-b, --min-len, --unk-penalty, --no-repeat-ngram, --sampling,
-/// --temperature, --seed, --max-tokens, --batch-size, --max-source-len, --dtype and --quantize, in
+/// --temperature, --seed, --max-tokens, --batch-size, --max-source-len, --dtype, --quantize and --shortlist, in
 /// help group `group` (empty = the default group).
 void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group = "");
 

@@ -9,13 +9,19 @@
 
 namespace tfm {
 
-LoadedModels load_models(const std::vector<std::string>& paths, const torch::Device& device) {
+LoadedModels load_models(const std::vector<std::string>& paths, const torch::Device& device, bool need_shortlist) {
   std::vector<Transformer> models;
   std::string tokenizer_proto;
+  Shortlist shortlist;
   for (const auto& path : paths) {
     auto loaded = load_model_file(path, device);
     if (models.empty()) {
       tokenizer_proto = loaded.tokenizer_proto;
+      shortlist = std::move(loaded.shortlist);
+      if (need_shortlist && shortlist.empty()) {
+        throw std::invalid_argument(path + ": --shortlist, but the model file has no shortlist (add one with " +
+                                    "`tfm shortlist --model " + path + " --train-src ... --train-tgt ... --out ...`)");
+      }
     } else if (loaded.tokenizer_proto != tokenizer_proto) {
       throw std::invalid_argument(path + ": its tokenizer differs from " + paths.front() +
                                   "'s; ensemble members must share one vocabulary");
@@ -23,7 +29,7 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
     spdlog::info("loaded {} ({} layers, d_model {})", path, loaded.config.encoder_layers, loaded.config.d_model);
     models.push_back(loaded.model);
   }
-  return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front())};
+  return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front()), std::move(shortlist)};
 }
 
 Translator open_translator(const std::vector<std::string>& paths, const DecodingOptions& decoding,
@@ -40,7 +46,11 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   const PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
   options.precision = precision.precision;
   validate(options);
-  auto loaded = load_models(paths, device);
+  auto loaded = load_models(paths, device, decoding.shortlist);
+  if (decoding.shortlist) {
+    spdlog::info("shortlist: {} frequent subwords, {} candidates in all", loaded.shortlist.frequent().size(),
+                 loaded.shortlist.entries());
+  }
   // Logged once the flags and files are known good, so a usage or file error stays one line.
   spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
@@ -56,7 +66,8 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
                          : fmt::format("beam {}", search.beam);
   spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,
                search.max_len_a, search.max_len_b);
-  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device);
+  Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device,
+                        decoding.shortlist ? std::move(loaded.shortlist) : Shortlist());
   // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights
   // before conversion or quantization): hand it back rather than keep it for the whole run.
   release_free_memory();

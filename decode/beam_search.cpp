@@ -29,9 +29,10 @@ struct SentenceSearch {
 };
 
 /// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
-RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam) {
+RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam, const TokenColumns& columns) {
   RowFacts facts;
   facts.step = step;
+  facts.columns = &columns;
   for (const auto& sentence : active) {
     const uint8_t at_max = step + 1 >= sentence.max_len ? 1 : 0;
     for (int64_t k = 0; k < beam; ++k) {
@@ -66,18 +67,19 @@ bool is_done(const SentenceSearch& sentence, int64_t generated, const SearchOpti
   return sentence.finished[options.nbest - 1].score >= best_live / largest_penalty;
 }
 
-/// From the sentence's top 2K candidates (beam index * V + token, best first): eos candidates
+/// From the sentence's top 2K candidates (beam index * V' + column, best first): eos candidates
 /// ranked within the top K finish (as in fairseq, so beam 1 is greedy); the first K others
 /// become the next beams. Returns, per new beam, the row it extends.
-std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, const int64_t* ids, int64_t vocab,
-                                 int64_t beam, double alpha, std::vector<int64_t>& next_tokens) {
+std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, const int64_t* ids,
+                                 const TokenColumns& columns, int64_t width, int64_t beam, double alpha,
+                                 std::vector<int64_t>& next_tokens) {
   std::vector<Beam> next;
   std::vector<int64_t> parents;
   for (int64_t rank = 0; rank < 2 * beam && static_cast<int64_t>(next.size()) < beam; ++rank) {
     const double score = scores[rank];
     if (score == kNegInf) break;
-    const int64_t parent = ids[rank] / vocab;
-    const int64_t token = ids[rank] % vocab;
+    const int64_t parent = ids[rank] / width;
+    const int64_t token = columns.token(ids[rank] % width);
     if (token == kEosId) {
       if (rank < beam) add_finished(sentence, sentence.beams[parent].tokens, score, beam, alpha);
       continue;
@@ -123,7 +125,6 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   validate(options);
   const int64_t batch = source.size(0);
   const int64_t beam = options.beam;
-  const int64_t vocab = scorer.vocab_size();
   const auto device = source.device();
   if (static_cast<int64_t>(source_lengths.size()) != batch)
     throw std::invalid_argument("beam_search: one length a row");
@@ -138,8 +139,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   beam_scores = beam_scores.to(device);
 
   for (int64_t step = 0; !active.empty(); ++step) {
-    auto log_probs = scorer.step(last_tokens, *state);  // [N, V], N = active * K
-    processors.apply(log_probs, row_facts(active, step, beam));
+    auto log_probs = scorer.step(last_tokens, *state);  // [N, V'], N = active * K
+    const int64_t scored = log_probs.size(1);           // V'
+    processors.apply(log_probs, row_facts(active, step, beam, state->columns));
     const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({static_cast<int64_t>(active.size()), -1});
     const auto [top_scores, top_ids] = totals.topk(std::min<int64_t>(2 * beam, totals.size(1)));  // [A, 2K]
     const auto scores_cpu = top_scores.to(torch::kCPU).contiguous();
@@ -154,7 +156,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
       std::vector<int64_t> tokens;
       const auto parents =
           select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
-                      vocab, beam, options.length_penalty, tokens);
+                      state->columns, scored, beam, options.length_penalty, tokens);
       if (is_done(sentence, step + 1, options)) {
         results[sentence.index] = best_of(sentence, options.nbest);
         continue;

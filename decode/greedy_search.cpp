@@ -34,15 +34,16 @@ std::vector<std::vector<Hypothesis>> row_search(Scorer& scorer, const torch::Ten
   auto state = scorer.start(source);
   auto last_tokens = torch::full({batch}, kBosId, torch::TensorOptions(torch::kLong).device(device));  // [N]
   for (int64_t step = 0; !active.empty(); ++step) {
-    auto log_probs = scorer.step(last_tokens, *state);  // [N, V]
+    auto log_probs = scorer.step(last_tokens, *state);  // [N, V']
     RowFacts facts;
     facts.step = step;
+    facts.columns = &state->columns;
     for (const auto& row : active) {
       facts.force_eos.push_back(step + 1 >= row.max_len ? 1 : 0);
       facts.history.push_back(&row.tokens);
     }
     processors.apply(log_probs, facts);
-    const auto [ids, scores_of_ids] = choose(log_probs);  // [N], [N]
+    const auto [ids, scores_of_ids] = choose(log_probs);  // [N] columns, [N]
     // One copy to the host per step: the scores and the ids (exact in float64 for any vocabulary).
     const auto both = torch::stack({scores_of_ids.to(torch::kDouble), ids.to(torch::kDouble)}).to(torch::kCPU);
     const auto* scores = both.data_ptr<double>();  // [2, N]
@@ -52,7 +53,7 @@ std::vector<std::vector<Hypothesis>> row_search(Scorer& scorer, const torch::Ten
     std::vector<int64_t> keep_rows, next_tokens;
     for (size_t r = 0; r < active.size(); ++r) {
       auto& row = active[r];
-      const auto token = static_cast<int64_t>(tokens[r]);
+      const auto token = state->columns.token(static_cast<int64_t>(tokens[r]));
       row.log_prob += scores[r];
       if (token == kEosId) {
         results[row.index] = {make_hypothesis(std::move(row.tokens), row.log_prob, options.length_penalty)};

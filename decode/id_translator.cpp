@@ -16,10 +16,11 @@
 namespace tfm {
 namespace {
 
-std::unique_ptr<Scorer> make_scorer(const std::vector<Transformer>& models) {
-  if (models.size() == 1) return std::make_unique<TransformerScorer>(models.front());
+std::unique_ptr<Scorer> make_scorer(const std::vector<Transformer>& models, const Shortlist& shortlist) {
+  const Shortlist* restrict = shortlist.empty() ? nullptr : &shortlist;
+  if (models.size() == 1) return std::make_unique<TransformerScorer>(models.front(), restrict);
   std::vector<std::unique_ptr<Scorer>> members;
-  for (const auto& model : models) members.push_back(std::make_unique<TransformerScorer>(model));
+  for (const auto& model : models) members.push_back(std::make_unique<TransformerScorer>(model, restrict));
   return std::make_unique<EnsembleScorer>(std::move(members));
 }
 
@@ -103,8 +104,8 @@ void validate(const TranslatorOptions& options) {
 }
 
 IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options,
-                           const torch::Device& device)
-    : models_(std::move(models)), options_(options), device_(device) {
+                           const torch::Device& device, Shortlist shortlist)
+    : models_(std::move(models)), shortlist_(std::move(shortlist)), options_(options), device_(device) {
   validate(options_);
   check_supported(options_.precision, device_);
   if (models_.empty()) throw std::invalid_argument("no model to translate with");
@@ -128,6 +129,10 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
     options_.search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
+  if (!shortlist_.empty() && shortlist_.vocab_size() != vocab_size()) {
+    throw std::invalid_argument("the shortlist covers a vocabulary of " + std::to_string(shortlist_.vocab_size()) +
+                                ", the model's has " + std::to_string(vocab_size()));
+  }
   search_ = make_search_strategy(options_.search);
 }
 
@@ -173,7 +178,7 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
     data[b * longest + static_cast<int64_t>(ids.size())] = kEosId;
     lengths.push_back(static_cast<int64_t>(ids.size()));
   }
-  auto scorer = make_scorer(models_);
+  auto scorer = make_scorer(models_, shortlist_);
   const auto describe_batch = [&] {
     return "a batch of " + std::to_string(batch) + " sentences of up to " + std::to_string(longest) +
            " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " +

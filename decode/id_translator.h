@@ -8,6 +8,7 @@
 #include "decode/attention_probe.h"
 #include "decode/hypothesis.h"
 #include "decode/search_strategy.h"
+#include "model/shortlist.h"
 #include "model/transformer.h"
 #include "runtime/precision.h"
 
@@ -41,7 +42,10 @@ class IdTranslator {
   /// copied, and the copy moved, converted (bf16/fp16) and, with quantize_int8, packed as int8. A
   /// model the caller still holds (the trainer's, validated during training) keeps its weights,
   /// dtype and device; translate() runs in evaluation mode and restores the mode it found.
-  IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options, const torch::Device& device);
+  /// With a non-empty `shortlist`, every batch is scored over its candidates only
+  /// (model/shortlist.h); std::invalid_argument when it does not cover the models' vocabulary.
+  IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options, const torch::Device& device,
+               Shortlist shortlist = Shortlist());
 
   /// One IdTranslation per source (subword ids without </s>), in the order given.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources);
@@ -61,6 +65,7 @@ class IdTranslator {
                        std::vector<IdTranslation>& out);
 
   std::vector<Transformer> models_;
+  Shortlist shortlist_;
   TranslatorOptions options_;
   torch::Device device_;
   int64_t source_limit_ = 0;

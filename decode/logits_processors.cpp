@@ -13,7 +13,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// (row, token) pairs that would repeat an n-gram already in the row's history.
+/// (row, column) pairs whose token would repeat an n-gram already in the row's history.
 void banned_repeats(const RowFacts& rows, int64_t n, std::vector<int64_t>& banned_rows,
                     std::vector<int64_t>& banned_tokens) {
   for (size_t row = 0; row < rows.history.size(); ++row) {
@@ -23,8 +23,11 @@ void banned_repeats(const RowFacts& rows, int64_t n, std::vector<int64_t>& banne
     for (int64_t start = 0; start + n <= size; ++start) {
       // Does tokens[start, start+n-1) equal the last n-1 tokens? Then tokens[start+n-1] is banned.
       if (std::equal(tokens.begin() + start, tokens.begin() + start + n - 1, tokens.end() - (n - 1))) {
+        const int64_t token = tokens[start + n - 1];
+        const int64_t column = rows.columns != nullptr ? rows.columns->column(token) : token;
+        if (column < 0) continue;  // outside the shortlist: never produced anyway
         banned_rows.push_back(static_cast<int64_t>(row));
-        banned_tokens.push_back(tokens[start + n - 1]);
+        banned_tokens.push_back(column);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include "decode/search_options.h"
+#include "decode/token_columns.h"
 
 namespace tfm {
 
@@ -14,10 +15,12 @@ struct RowFacts {
   int64_t step = 0;                                  // tokens generated so far (the same for every row)
   std::vector<uint8_t> force_eos;                    // [N]: 1 where the hypothesis must end now (max length)
   std::vector<const std::vector<int64_t>*> history;  // [N]: its tokens so far (for n-gram blocking)
+  const TokenColumns* columns = nullptr;             // the token of each column; null: column = token id
 };
 
 /// One rule over the next-token log-probabilities (CTranslate2's LogitsProcessor): a few batched
-/// tensor ops over all N rows. log_probs: [N, V], changed in place.
+/// tensor ops over all N rows. log_probs: [N, V'] (one column per token of RowFacts::columns; the
+/// special ids always have their own columns), changed in place.
 class LogitsProcessor {
  public:
   virtual ~LogitsProcessor() = default;

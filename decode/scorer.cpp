@@ -28,10 +28,22 @@ class EnsembleState : public Scorer::State {
 
 }  // namespace
 
-TransformerScorer::TransformerScorer(Transformer model) : model_(std::move(model)) {}
+TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortlist)
+    : model_(std::move(model)), shortlist_(shortlist) {
+  if (shortlist_ != nullptr && shortlist_->vocab_size() != model_->config().vocab_size) {
+    throw std::invalid_argument("the shortlist covers a vocabulary of " + std::to_string(shortlist_->vocab_size()) +
+                                ", the model's has " + std::to_string(model_->config().vocab_size));
+  }
+}
 
 std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {
-  return std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
+  auto state = std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
+  if (shortlist_ != nullptr) {
+    const auto ids = shortlist_->candidates(source);  // [V']
+    model_->restrict_output(state->state, ids);
+    state->columns = TokenColumns(ids);
+  }
+  return state;
 }
 
 torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& state) {
@@ -54,6 +66,7 @@ EnsembleScorer::EnsembleScorer(std::vector<std::unique_ptr<Scorer>> members) : m
 std::unique_ptr<Scorer::State> EnsembleScorer::start(const torch::Tensor& source) {
   auto state = std::make_unique<EnsembleState>();
   for (auto& member : members_) state->members.push_back(member->start(source));
+  state->columns = state->members.front()->columns;
   return state;
 }
 

@@ -5,7 +5,9 @@
 
 #include <torch/types.h>
 
+#include "decode/token_columns.h"
 #include "model/decoder_state.h"
+#include "model/shortlist.h"
 #include "model/transformer.h"
 
 namespace tfm {
@@ -28,30 +30,36 @@ class Scorer {
     virtual void repeat_rows(int64_t rows, int64_t times) {
       reorder(torch::arange(rows, torch::kLong).repeat_interleave(times));
     }
+    /// The token of each column of step()'s result (a shortlist's, or the whole vocabulary).
+    TokenColumns columns;
   };
 
   virtual ~Scorer() = default;
   /// source: [B, S] token ids (eos-terminated, pad-filled) -> state with B rows
   virtual std::unique_ptr<State> start(const torch::Tensor& source) = 0;
-  /// last_tokens: [N] -> log-probabilities of the next token, [N, V] float32
+  /// last_tokens: [N] token ids -> log-probabilities of the next token, [N, V'] float32, one
+  /// column per token of state.columns (V' = V without a shortlist)
   virtual torch::Tensor step(const torch::Tensor& last_tokens, State& state) = 0;
   virtual int64_t vocab_size() const = 0;
 };
 
-/// One Transformer, decoded incrementally with its key/value cache.
+/// One Transformer, decoded incrementally with its key/value cache; with a shortlist, each batch
+/// is scored over its sentences' candidates only (model/shortlist.h).
 class TransformerScorer : public Scorer {
  public:
-  explicit TransformerScorer(Transformer model);
+  explicit TransformerScorer(Transformer model, const Shortlist* shortlist = nullptr);
   std::unique_ptr<State> start(const torch::Tensor& source) override;
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
 
  private:
   Transformer model_;
+  const Shortlist* shortlist_;  // not owned; null: the whole vocabulary
 };
 
 /// Several models over one vocabulary; the next-token score is the mean of their
-/// log-probabilities (a log-linear ensemble, as Marian combines scorers).
+/// log-probabilities (a log-linear ensemble, as Marian combines scorers). Members with a
+/// shortlist must share it (the same columns for every member).
 class EnsembleScorer : public Scorer {
  public:
   explicit EnsembleScorer(std::vector<std::unique_ptr<Scorer>> members);

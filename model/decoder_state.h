@@ -30,6 +30,10 @@ struct DecoderState {
   // memory_mask have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
+  // A shortlist's token ids (sorted, [V'] int64) and their rows of the output matrix ([V', D],
+  // selected once per batch): step() then scores only those tokens. Undefined: the whole vocabulary.
+  torch::Tensor output_ids;
+  torch::Tensor output_weight;
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.

@@ -198,7 +198,8 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
 
 }  // namespace
 
-void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto) {
+void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto,
+                 const Shortlist& shortlist) {
   archive.write("format", c10::IValue(std::string(kMagic)));
   archive.write("format_version", c10::IValue(kModelFormatVersion));
   archive.write("model_config", c10::IValue(nlohmann::json(model->config()).dump()));
@@ -212,6 +213,7 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
   }
   archive.write("weights", weights);
   archive.write("weights_crc32", c10::IValue(checksums.dump()));
+  if (!shortlist.empty()) shortlist.write(archive);
 }
 
 LoadedModel read_model(torch::serialize::InputArchive& archive, const std::string& origin,
@@ -252,6 +254,10 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
     }
   }
   load_weights(weights, checksums, loaded.model, origin);
+  torch::serialize::InputArchive shortlist;
+  if (archive.try_read("shortlist", shortlist)) {
+    loaded.shortlist = Shortlist::read(shortlist, loaded.config.vocab_size, origin);
+  }
   loaded.model->to(device);
   return loaded;
 }
@@ -302,9 +308,10 @@ void save_archive(torch::serialize::OutputArchive& archive, const std::string& p
   file.commit();
 }
 
-void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto) {
+void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
+                     const Shortlist& shortlist) {
   torch::serialize::OutputArchive archive;
-  write_model(archive, model, tokenizer_proto);
+  write_model(archive, model, tokenizer_proto, shortlist);
   save_archive(archive, path);
 }
 

@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include "model/model_config.h"
+#include "model/shortlist.h"
 #include "model/transformer.h"
 
 namespace tfm {
@@ -18,11 +19,14 @@ struct LoadedModel {
   ModelConfig config;
   Transformer model{nullptr};
   std::string tokenizer_proto;  // the SentencePiece model's bytes
+  Shortlist shortlist;          // empty unless the file has one (`tfm shortlist`)
 };
 
 /// Writes the format header, the config (JSON), the tokenizer and every parameter and buffer
-/// into `archive`. Training adds its own state to the same archive (checkpoints).
-void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto);
+/// into `archive`, and the shortlist unless it is empty. Training adds its own state to the same
+/// archive (checkpoints).
+void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto,
+                 const Shortlist& shortlist = Shortlist());
 
 /// Rebuilds the model from its config and loads its weights (on `device`). Throws
 /// std::runtime_error naming `origin` for a wrong format version, a missing or unexpected
@@ -51,7 +55,8 @@ class VerifyOnceScope {
 void save_archive(torch::serialize::OutputArchive& archive, const std::string& path);
 
 /// Convenience for model-only files: write_model + save_archive, open_archive + read_model.
-void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto);
+void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
+                     const Shortlist& shortlist = Shortlist());
 LoadedModel load_model_file(const std::string& path, const torch::Device& device);
 
 }  // namespace tfm

@@ -31,9 +31,13 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   }
 }
 
+const torch::Tensor& TransformerImpl::output_matrix() const {
+  return output_projection ? output_projection->weight : target_embedding->tokens->weight;
+}
+
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
-  return torch::matmul(hidden, target_embedding->tokens->weight.t());  // [.., D] x [D, V]
+  return torch::matmul(hidden, output_matrix().t());  // [.., D] x [D, V]
 }
 
 EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
@@ -61,10 +65,17 @@ DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
   return decoder->start(encoded.memory, encoded.mask);
 }
 
+void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& ids) {
+  state.output_ids = ids.to(output_matrix().device(), torch::kLong);
+  state.output_weight = output_matrix().index_select(0, state.output_ids);  // [V', D]
+}
+
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
-  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
-  const auto hidden = decoder->step(embedded, state);                                      // [N, 1, D]
-  return torch::log_softmax(project(hidden.squeeze(1)).to(torch::kFloat32), -1);           // [N, V]
+  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);             // [N, 1, D]
+  const auto hidden = decoder->step(embedded, state).squeeze(1);                                      // [N, D]
+  const auto logits = state.output_weight.defined() ? torch::matmul(hidden, state.output_weight.t())  // [N, V']
+                                                    : project(hidden);                                // [N, V]
+  return torch::log_softmax(logits.to(torch::kFloat32), -1);
 }
 
 }  // namespace tfm

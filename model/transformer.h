@@ -37,12 +37,17 @@ class TransformerImpl : public torch::nn::Module {
   EncoderOutput encode(const torch::Tensor& source);
   /// Caches every layer's cross-attention keys and values for `encoded`.
   DecoderState start_decoding(const EncoderOutput& encoded);
-  /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32)
+  /// From now on step() scores only `ids` ([V'] int64, sorted, on any device): a shortlist.
+  void restrict_output(DecoderState& state, const torch::Tensor& ids);
+  /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
+  /// [N, V'] over state.output_ids after restrict_output, normalized over those tokens.
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
 
   /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
   torch::Tensor project(const torch::Tensor& hidden);
 
+  /// The pre-softmax projection's matrix: [V, D]
+  const torch::Tensor& output_matrix() const;
   const ModelConfig& config() const { return config_; }
 
   TokenAndPosition source_embedding{nullptr};

@@ -26,8 +26,9 @@ std::vector<Transformer> checked(std::vector<Transformer> models, const Tokenize
 const std::string& Translation::text() const { return nbest.empty() ? kEmpty : nbest.front().text; }
 
 Translator::Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
-                       const torch::Device& device)
-    : tokenizer_(std::move(tokenizer)), ids_(checked(std::move(models), tokenizer_), options, device) {}
+                       const torch::Device& device, Shortlist shortlist)
+    : tokenizer_(std::move(tokenizer)),
+      ids_(checked(std::move(models), tokenizer_), options, device, std::move(shortlist)) {}
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
   std::vector<std::vector<int64_t>> sources;

@@ -48,7 +48,7 @@ class Translator {
  public:
   /// As IdTranslator; std::invalid_argument when a model's vocabulary is not the tokenizer's.
   Translator(std::vector<Transformer> models, Tokenizer tokenizer, const TranslatorOptions& options,
-             const torch::Device& device);
+             const torch::Device& device, Shortlist shortlist = Shortlist());
 
   /// One Translation per line, in the order given.
   std::vector<Translation> translate(const std::vector<std::string>& lines);

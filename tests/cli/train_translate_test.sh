@@ -74,6 +74,28 @@ run "$TFM" translate --model "$model" --sampling top:3
 expect_code 2 "--sampling top:3"
 expect_contains "$err" "--sampling top:3: expected none, topk:K (K >= 1) or topp:P (0 < P <= 1)" "bad --sampling"
 
+# Shortlist: `tfm shortlist` writes the model with one; --shortlist decodes over it, one line per
+# input; --shortlist on a model without one is a one-line usage error.
+run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+  --out "$WORK/shortlisted.pt" --shortlist-per-source 8 --shortlist-frequent 10
+expect_code 0 "shortlist"
+expect_contains "$err" "shortlist from 400 pairs of" "shortlist reports its corpus"
+"$TFM" translate --model "$WORK/shortlisted.pt" --shortlist < "$WORK/odd.txt" > "$WORK/shortlisted.out" \
+  2> "$WORK/shortlisted.err" || fail "translate --shortlist: $(cat "$WORK/shortlisted.err")"
+[ "$(wc -l < "$WORK/shortlisted.out")" = 6 ] || fail "--shortlist: 6 input lines gave $(wc -l < "$WORK/shortlisted.out")"
+grep -q "shortlist: 10 frequent subwords" "$WORK/shortlisted.err" || fail "--shortlist is not logged"
+"$TFM" translate --model "$WORK/shortlisted.pt" < "$WORK/data/test.en" > "$WORK/unlisted.out" 2>/dev/null
+"$TFM" translate --model "$model" < "$WORK/data/test.en" > "$WORK/plain.out" 2>/dev/null
+cmp -s "$WORK/unlisted.out" "$WORK/plain.out" || fail "a model with a shortlist translates differently without --shortlist"
+run "$TFM" translate --model "$model" --shortlist
+expect_code 2 "--shortlist without one"
+expect_one_line_error "--shortlist without one"
+expect_contains "$err" "the model file has no shortlist" "--shortlist without one"
+run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+  --out "$WORK/bad.pt" --shortlist-per-source 0
+expect_code 2 "--shortlist-per-source 0"
+expect_contains "$err" "--shortlist-per-source 0: must be at least 1" "--shortlist-per-source 0"
+
 # Streaming: a line written to a pipe that stays open is answered at once.
 mkfifo "$WORK/fifo"
 "$TFM" translate --model "$model" < "$WORK/fifo" > "$WORK/stream.out" 2>/dev/null &

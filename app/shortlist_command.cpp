@@ -1,0 +1,74 @@
+// `tfm shortlist`: a lexical shortlist from a parallel corpus, stored in a copy of the model file,
+// for `tfm translate --shortlist`.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "app/command.h"
+#include "data/parallel_encode.h"
+#include "data/prepare_corpus.h"
+#include "model/model_file.h"
+#include "model/shortlist.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tfm {
+namespace {
+
+struct ShortlistCommandOptions {
+  std::string model;
+  CorpusFiles train;
+  std::string output;
+  ShortlistOptions shortlist;
+  int64_t max_pairs = 0;  // 0 = the whole corpus
+};
+
+void run_shortlist(const ShortlistCommandOptions& options) {
+  validate(options.train, "train", /*required=*/true);
+  validate(options.shortlist);
+  if (options.max_pairs < 0) throw std::invalid_argument("--max-pairs must be >= 0");
+  auto loaded = load_model_file(options.model, torch::kCPU);
+  const auto tokenizer = Tokenizer::from_serialized(loaded.tokenizer_proto, options.model);
+  ShortlistBuilder builder(loaded.config.vocab_size);
+  ParallelTextReader reader = open_corpus(options.train);
+  std::vector<TextPair> pairs;
+  std::vector<EncodedPair> encoded;
+  constexpr size_t kChunk = 100000;
+  while (options.max_pairs == 0 || builder.pairs() < options.max_pairs) {
+    size_t want = kChunk;
+    if (options.max_pairs > 0) want = std::min<size_t>(want, static_cast<size_t>(options.max_pairs - builder.pairs()));
+    if (reader.read(pairs, want) == 0) break;
+    encode_pairs(tokenizer, pairs, /*threads=*/0, encoded);
+    for (const auto& pair : encoded) builder.add(pair.source, pair.target);
+    spdlog::info("{} pairs counted", builder.pairs());
+  }
+  if (builder.pairs() == 0) throw std::runtime_error(reader.describe() + ": no sentence pairs");
+  loaded.shortlist = builder.build(options.shortlist);
+  save_model_file(options.output, loaded.model, loaded.tokenizer_proto, loaded.shortlist);
+  spdlog::info(
+      "shortlist from {} pairs of {}: {} frequent subwords + up to {} per source subword ({} in all); wrote {}",
+      builder.pairs(), reader.describe(), loaded.shortlist.frequent().size(), options.shortlist.per_source,
+      loaded.shortlist.entries(), options.output);
+}
+
+}  // namespace
+
+void add_shortlist_command(CLI::App& app, CommandAction& action) {
+  auto options = std::make_shared<ShortlistCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "shortlist",
+      "Build a lexical shortlist (the target subwords each source subword translates to) from a parallel corpus "
+      "and write the model with it, for `tfm translate --shortlist`");
+  cmd->add_option("--model,-m", options->model, "Model file or checkpoint")->required();
+  cmd->add_option("--train-src", options->train.source, "Source side of the corpus (plain or .gz)");
+  cmd->add_option("--train-tgt", options->train.target, "Target side, aligned line by line");
+  cmd->add_option("--train-tsv", options->train.tsv, "Or one file of source<TAB>target lines");
+  cmd->add_option("--out,-o", options->output, "Model file to write (the model and its shortlist)")->required();
+  cmd->add_option("--shortlist-per-source", options->shortlist.per_source,
+                  "Candidates kept for each source subword (the most likely by co-occurrence)");
+  cmd->add_option("--shortlist-frequent", options->shortlist.frequent,
+                  "Most frequent target subwords, in every batch's candidates");
+  cmd->add_option("--max-pairs", options->max_pairs, "Count only the first N pairs (0 = all)");
+  cmd->callback([options, &action] { action = [options] { run_shortlist(*options); }; });
+}
+
+}  // namespace tfm

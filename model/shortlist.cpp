@@ -1,0 +1,190 @@
+#include "model/shortlist.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+
+#include <torch/torch.h>
+
+#include "text/option_names.h"
+#include "text/special_ids.h"
+
+namespace tfm {
+namespace {
+
+bool in_vocabulary(int64_t id, int64_t vocab_size) { return id >= 0 && id < vocab_size; }
+
+template <typename T>
+torch::Tensor to_tensor(const std::vector<T>& values, torch::ScalarType type) {
+  return torch::from_blob(const_cast<T*>(values.data()), {static_cast<int64_t>(values.size())}, type).clone();
+}
+
+template <typename T>
+std::vector<T> from_tensor(const torch::Tensor& tensor, torch::ScalarType type, const std::string& what) {
+  if (tensor.scalar_type() != type || tensor.dim() != 1) throw std::runtime_error(what + " has the wrong type");
+  const auto contiguous = tensor.contiguous();
+  const T* data = contiguous.data_ptr<T>();
+  return std::vector<T>(data, data + contiguous.numel());
+}
+
+}  // namespace
+
+Shortlist::Shortlist(int64_t vocab_size, std::vector<int64_t> frequent, std::vector<int64_t> offsets,
+                     std::vector<int32_t> targets)
+    : vocab_size_(vocab_size),
+      frequent_(std::move(frequent)),
+      offsets_(std::move(offsets)),
+      targets_(std::move(targets)) {
+  if (vocab_size_ < 1) throw std::invalid_argument("a shortlist needs a vocabulary");
+  if (static_cast<int64_t>(offsets_.size()) != vocab_size_ + 1 || offsets_.front() != 0 ||
+      offsets_.back() != static_cast<int64_t>(targets_.size()) || !std::is_sorted(offsets_.begin(), offsets_.end())) {
+    throw std::invalid_argument("shortlist offsets do not index its targets");
+  }
+  const auto outside = [&](int64_t id) { return !in_vocabulary(id, vocab_size_); };
+  if (std::any_of(frequent_.begin(), frequent_.end(), outside) ||
+      std::any_of(targets_.begin(), targets_.end(), outside)) {
+    throw std::invalid_argument("shortlist ids outside the vocabulary of " + std::to_string(vocab_size_));
+  }
+}
+
+torch::Tensor Shortlist::candidates(const torch::Tensor& source) const {
+  const auto ids = source.to(torch::kCPU, torch::kLong).contiguous();
+  std::vector<uint8_t> keep(static_cast<size_t>(vocab_size_), 0);
+  std::fill(keep.begin(), keep.begin() + std::min(kNumSpecialIds, vocab_size_), 1);
+  for (const int64_t id : frequent_) keep[id] = 1;
+  const int64_t* data = ids.data_ptr<int64_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    const int64_t id = data[i];
+    if (!in_vocabulary(id, vocab_size_)) continue;
+    for (int64_t e = offsets_[id]; e < offsets_[id + 1]; ++e) keep[targets_[e]] = 1;
+  }
+  std::vector<int64_t> kept;
+  for (int64_t id = 0; id < vocab_size_; ++id) {
+    if (keep[id] != 0) kept.push_back(id);
+  }
+  return to_tensor(kept, torch::kLong);  // [V']
+}
+
+std::vector<int64_t> Shortlist::candidates_of(int64_t source_id) const {
+  if (!in_vocabulary(source_id, vocab_size_)) return {};
+  return std::vector<int64_t>(targets_.begin() + offsets_[source_id], targets_.begin() + offsets_[source_id + 1]);
+}
+
+void Shortlist::write(torch::serialize::OutputArchive& archive) const {
+  torch::serialize::OutputArchive shortlist;
+  shortlist.write("vocab_size", c10::IValue(vocab_size_));
+  shortlist.write("frequent", to_tensor(frequent_, torch::kLong));
+  shortlist.write("offsets", to_tensor(offsets_, torch::kLong));
+  shortlist.write("targets", to_tensor(targets_, torch::kInt));
+  archive.write("shortlist", shortlist);
+}
+
+Shortlist Shortlist::read(torch::serialize::InputArchive& archive, int64_t vocab_size, const std::string& origin) {
+  const std::string what = origin + ": the shortlist";
+  c10::IValue stored_vocab;
+  torch::Tensor frequent, offsets, targets;
+  if (!archive.try_read("vocab_size", stored_vocab) || !stored_vocab.isInt() ||
+      !archive.try_read("frequent", frequent) || !archive.try_read("offsets", offsets) ||
+      !archive.try_read("targets", targets)) {
+    throw std::runtime_error(what + " is incomplete");
+  }
+  if (stored_vocab.toInt() != vocab_size) {
+    throw std::runtime_error(what + " covers a vocabulary of " + std::to_string(stored_vocab.toInt()) +
+                             ", the model's has " + std::to_string(vocab_size));
+  }
+  try {
+    return Shortlist(vocab_size, from_tensor<int64_t>(frequent, torch::kLong, what + "'s frequent ids"),
+                     from_tensor<int64_t>(offsets, torch::kLong, what + "'s offsets"),
+                     from_tensor<int32_t>(targets, torch::kInt, what + "'s targets"));
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(what + " is damaged (" + error.what() + ")");
+  }
+}
+
+void validate(const ShortlistOptions& options) {
+  if (options.per_source < 1) {
+    throw std::invalid_argument(option_name("shortlist_per_source") + " " + std::to_string(options.per_source) +
+                                ": must be at least 1");
+  }
+  if (options.frequent < 0) {
+    throw std::invalid_argument(option_name("shortlist_frequent") + " " + std::to_string(options.frequent) +
+                                ": must be at least 0");
+  }
+}
+
+ShortlistBuilder::ShortlistBuilder(int64_t vocab_size)
+    : vocab_size_(vocab_size),
+      source_count_(static_cast<size_t>(vocab_size), 0),
+      target_count_(static_cast<size_t>(vocab_size), 0),
+      last_source_pair_(static_cast<size_t>(vocab_size), -1),
+      last_target_pair_(static_cast<size_t>(vocab_size), -1) {
+  if (vocab_size < 1) throw std::invalid_argument("a shortlist needs a vocabulary");
+}
+
+void ShortlistBuilder::add(const std::vector<int64_t>& source, const std::vector<int64_t>& target) {
+  for (const auto* side : {&source, &target}) {
+    for (const int64_t id : *side) {
+      if (!in_vocabulary(id, vocab_size_)) {
+        throw std::invalid_argument("token id " + std::to_string(id) + " outside the vocabulary of " +
+                                    std::to_string(vocab_size_));
+      }
+    }
+  }
+  const int64_t pair = pairs_++;
+  std::vector<int64_t> targets;  // distinct, in order of appearance
+  for (const int64_t t : target) {
+    if (last_target_pair_[t] == pair) continue;
+    last_target_pair_[t] = pair;
+    ++target_count_[t];
+    targets.push_back(t);
+  }
+  for (const int64_t s : source) {
+    if (last_source_pair_[s] == pair) continue;
+    last_source_pair_[s] = pair;
+    ++source_count_[s];
+    for (const int64_t t : targets) ++together_[static_cast<uint64_t>(s) * static_cast<uint64_t>(vocab_size_) + t];
+  }
+}
+
+Shortlist ShortlistBuilder::build(const ShortlistOptions& options) const {
+  validate(options);
+  // The most frequent targets (ties: lower id), specials aside: every batch gets both.
+  std::vector<int64_t> by_frequency;
+  for (int64_t t = kNumSpecialIds; t < vocab_size_; ++t) {
+    if (target_count_[t] > 0) by_frequency.push_back(t);
+  }
+  std::stable_sort(by_frequency.begin(), by_frequency.end(),
+                   [&](int64_t a, int64_t b) { return target_count_[a] > target_count_[b]; });
+  by_frequency.resize(std::min<size_t>(by_frequency.size(), static_cast<size_t>(options.frequent)));
+  std::vector<uint8_t> is_frequent(static_cast<size_t>(vocab_size_), 0);
+  for (const int64_t t : by_frequency) is_frequent[t] = 1;
+  std::sort(by_frequency.begin(), by_frequency.end());
+
+  // Per source token: (count together, target) of every target seen with it.
+  std::vector<std::vector<std::pair<uint32_t, int64_t>>> seen_with(static_cast<size_t>(vocab_size_));
+  for (const auto& [key, count] : together_) {
+    const auto s = static_cast<int64_t>(key / static_cast<uint64_t>(vocab_size_));
+    const auto t = static_cast<int64_t>(key % static_cast<uint64_t>(vocab_size_));
+    if (is_frequent[t] == 0 && t >= kNumSpecialIds) seen_with[s].emplace_back(count, t);
+  }
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> targets;
+  for (int64_t s = 0; s < vocab_size_; ++s) {
+    auto& candidates = seen_with[s];
+    // p(t | s) = together / count(s): for one s, the order of `together`, ties to the lower id.
+    const auto better = [](const auto& a, const auto& b) {
+      return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+    };
+    const size_t keep = std::min(candidates.size(), static_cast<size_t>(options.per_source));
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                      better);
+    std::vector<int32_t> kept;
+    for (size_t i = 0; i < keep; ++i) kept.push_back(static_cast<int32_t>(candidates[i].second));
+    std::sort(kept.begin(), kept.end());
+    targets.insert(targets.end(), kept.begin(), kept.end());
+    offsets.push_back(static_cast<int64_t>(targets.size()));
+  }
+  return Shortlist(vocab_size_, std::move(by_frequency), std::move(offsets), std::move(targets));
+}
+
+}  // namespace tfm

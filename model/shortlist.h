@@ -1,0 +1,77 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+namespace tfm {
+
+/// A lexical shortlist (Marian's lexical shortlist, CTranslate2's vocabulary map): for each source
+/// token, the target tokens that may translate it. Decoding a batch, the output projection covers
+/// only the union of its source tokens' candidates, the most frequent target tokens and the
+/// special ids, instead of the whole vocabulary.
+class Shortlist {
+ public:
+  Shortlist() = default;
+  /// frequent: [F] target ids always included; offsets: [V + 1], non-decreasing from 0; targets:
+  /// [E] target ids, those of source token s at offsets[s] .. offsets[s+1]-1. Throws
+  /// std::invalid_argument when the pieces do not fit together or an id is outside the vocabulary.
+  Shortlist(int64_t vocab_size, std::vector<int64_t> frequent, std::vector<int64_t> offsets,
+            std::vector<int32_t> targets);
+
+  bool empty() const { return vocab_size_ == 0; }
+  int64_t vocab_size() const { return vocab_size_; }
+  /// source: [B, S] ids on any device -> [V'] int64 on the CPU: every id the batch may produce,
+  /// sorted ascending, the special ids (0 .. kNumSpecialIds-1) always first.
+  torch::Tensor candidates(const torch::Tensor& source) const;
+  /// The candidates of source token `source_id` (the frequent ones not included).
+  std::vector<int64_t> candidates_of(int64_t source_id) const;
+  const std::vector<int64_t>& frequent() const { return frequent_; }
+  int64_t entries() const { return static_cast<int64_t>(targets_.size()); }
+
+  /// Into its own sub-archive of a model file.
+  void write(torch::serialize::OutputArchive& archive) const;
+  /// Throws std::runtime_error naming `origin` when the stored shortlist is damaged or does not
+  /// match `vocab_size`.
+  static Shortlist read(torch::serialize::InputArchive& archive, int64_t vocab_size, const std::string& origin);
+
+ private:
+  int64_t vocab_size_ = 0;
+  std::vector<int64_t> frequent_;
+  std::vector<int64_t> offsets_;
+  std::vector<int32_t> targets_;
+};
+
+struct ShortlistOptions {
+  int64_t per_source = 50;  // candidates kept for each source token
+  int64_t frequent = 100;   // most frequent target tokens, always included
+};
+
+void validate(const ShortlistOptions& options);
+
+/// Counts which target tokens occur in the same sentence pairs as each source token, then keeps
+/// for each source token the `per_source` targets with the highest p(target | source) (ties: more
+/// co-occurrences, then the lower id), leaving out the `frequent` most frequent targets, which
+/// every batch gets anyway. Each token counts once per sentence.
+class ShortlistBuilder {
+ public:
+  explicit ShortlistBuilder(int64_t vocab_size);
+  /// Ids without bos/eos; ids outside the vocabulary throw std::invalid_argument.
+  void add(const std::vector<int64_t>& source, const std::vector<int64_t>& target);
+  int64_t pairs() const { return pairs_; }
+  Shortlist build(const ShortlistOptions& options) const;
+
+ private:
+  int64_t vocab_size_;
+  int64_t pairs_ = 0;
+  std::vector<int64_t> source_count_;                // [V] sentences containing each source token
+  std::vector<int64_t> target_count_;                // [V] sentences containing each target token
+  std::unordered_map<uint64_t, uint32_t> together_;  // source * V + target -> sentences with both
+  std::vector<int64_t> last_source_pair_;            // [V] the last pair whose source had each id
+  std::vector<int64_t> last_target_pair_;            // [V] the same for targets
+};
+
+}  // namespace tfm

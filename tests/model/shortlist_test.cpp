@@ -1,0 +1,154 @@
+#include "model/shortlist.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+#include "model/model_file.h"
+#include "tests/test_support.h"
+#include "text/special_ids.h"
+
+namespace tfm {
+namespace {
+
+using Pairs = std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>;
+
+Pairs random_corpus(int64_t vocab, int64_t pairs, uint32_t seed) {
+  std::mt19937 random(seed);
+  // Skewed draws, so frequencies and co-occurrences differ (and some tie).
+  std::uniform_int_distribution<int64_t> length(1, 8);
+  std::geometric_distribution<int64_t> skew(0.08);
+  const auto draw = [&] { return kNumSpecialIds + skew(random) % (vocab - kNumSpecialIds); };
+  Pairs corpus;
+  for (int64_t i = 0; i < pairs; ++i) {
+    std::vector<int64_t> source(length(random)), target(length(random));
+    std::generate(source.begin(), source.end(), draw);
+    std::generate(target.begin(), target.end(), draw);
+    corpus.emplace_back(source, target);
+  }
+  return corpus;
+}
+
+/// The definition, the slow way: sets of tokens per pair, counts in maps, a full sort.
+struct Reference {
+  std::vector<int64_t> frequent;                       // sorted
+  std::map<int64_t, std::vector<int64_t>> candidates;  // per source, sorted
+};
+
+Reference reference_shortlist(const Pairs& corpus, const ShortlistOptions& options) {
+  std::map<int64_t, int64_t> target_count;
+  std::map<std::pair<int64_t, int64_t>, int64_t> together;
+  for (const auto& [source, target] : corpus) {
+    const std::set<int64_t> s(source.begin(), source.end()), t(target.begin(), target.end());
+    for (const int64_t y : t) ++target_count[y];
+    for (const int64_t x : s) {
+      for (const int64_t y : t) ++together[{x, y}];
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> by_count;  // (-count, id)
+  for (const auto& [id, count] : target_count) by_count.emplace_back(-count, id);
+  std::sort(by_count.begin(), by_count.end());
+  Reference reference;
+  for (size_t i = 0; i < by_count.size() && static_cast<int64_t>(i) < options.frequent; ++i) {
+    reference.frequent.push_back(by_count[i].second);
+  }
+  std::sort(reference.frequent.begin(), reference.frequent.end());
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> ranked;  // source -> (-together, target)
+  for (const auto& [key, count] : together) {
+    if (!std::binary_search(reference.frequent.begin(), reference.frequent.end(), key.second)) {
+      ranked[key.first].emplace_back(-count, key.second);
+    }
+  }
+  for (auto& [source, list] : ranked) {
+    std::sort(list.begin(), list.end());
+    auto& kept = reference.candidates[source];
+    for (size_t i = 0; i < list.size() && static_cast<int64_t>(i) < options.per_source; ++i) {
+      kept.push_back(list[i].second);
+    }
+    std::sort(kept.begin(), kept.end());
+  }
+  return reference;
+}
+
+Shortlist build(const Pairs& corpus, int64_t vocab, const ShortlistOptions& options) {
+  ShortlistBuilder builder(vocab);
+  for (const auto& [source, target] : corpus) builder.add(source, target);
+  return builder.build(options);
+}
+
+TEST(Shortlist, BuilderKeepsTheMostLikelyTargetsOfEachSourceTokenAsTheDefinitionSays) {
+  const int64_t vocab = 60;
+  const auto corpus = random_corpus(vocab, 400, 7);
+  for (const ShortlistOptions options : {ShortlistOptions{5, 8}, ShortlistOptions{1, 0}, ShortlistOptions{100, 3}}) {
+    const auto shortlist = build(corpus, vocab, options);
+    const auto reference = reference_shortlist(corpus, options);
+    EXPECT_EQ(shortlist.frequent(), reference.frequent);
+    for (int64_t s = 0; s < vocab; ++s) {
+      const auto found = reference.candidates.find(s);
+      const std::vector<int64_t> expected =
+          found == reference.candidates.end() ? std::vector<int64_t>{} : found->second;
+      EXPECT_EQ(shortlist.candidates_of(s), expected) << "source token " << s << ", per_source " << options.per_source;
+    }
+  }
+}
+
+TEST(Shortlist, CandidatesAreTheSpecialsTheFrequentAndEachSourceTokensListSorted) {
+  // Token 10 always with 20; 11 with 20, 21 and 22; 12 with 23 (less often than 24, the frequent one).
+  const Pairs corpus = {{{10}, {20, 24}}, {{10, 11}, {20, 21, 22, 24}}, {{12}, {23, 24}}, {{13}, {24}}};
+  const auto shortlist = build(corpus, 30, ShortlistOptions{2, 1});
+  EXPECT_EQ(shortlist.frequent(), std::vector<int64_t>{24});
+  EXPECT_EQ(shortlist.candidates_of(10), (std::vector<int64_t>{20, 21}));  // 20 twice; 21 and 22 tie: lower id
+  EXPECT_EQ(shortlist.candidates_of(11), (std::vector<int64_t>{20, 21}));  // 20, 21, 22 once each: lower ids
+  // A batch of two sentences (ids, eos, pad): the union, specials first, sorted.
+  const auto source = torch::tensor(std::vector<int64_t>{12, 11, kEosId, 10, kEosId, kPadId}).view({2, 3});
+  const auto ids = shortlist.candidates(source);
+  const std::vector<int64_t> got(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  EXPECT_EQ(got, (std::vector<int64_t>{kPadId, kUnkId, kBosId, kEosId, 20, 21, 23, 24}));
+}
+
+TEST(Shortlist, RejectsPiecesThatDoNotFitTogether) {
+  EXPECT_THROW(Shortlist(4, {}, {0, 0, 0}, {}), std::invalid_argument);       // offsets too short
+  EXPECT_THROW(Shortlist(2, {}, {0, 2, 1}, {1, 1}), std::invalid_argument);   // decreasing
+  EXPECT_THROW(Shortlist(2, {}, {0, 1, 1}, {5}), std::invalid_argument);      // id outside
+  EXPECT_THROW(Shortlist(2, {7}, {0, 0, 0}, {}), std::invalid_argument);      // frequent outside
+  EXPECT_THROW(ShortlistBuilder(5).add({1, 9}, {2}), std::invalid_argument);  // token outside
+  EXPECT_THROW(ShortlistBuilder(5).build(ShortlistOptions{0, 1}), std::invalid_argument);
+}
+
+TEST(Shortlist, TravelsInTheModelFileAndOldFilesHaveNone) {
+  testing::TempDir dir;
+  ModelConfig config = preset("tiny");
+  config.vocab_size = 40;
+  Transformer model(config);
+  const auto shortlist = build(random_corpus(40, 100, 3), 40, ShortlistOptions{4, 5});
+  const auto with = (dir.path() / "with.pt").string();
+  const auto without = (dir.path() / "without.pt").string();
+  save_model_file(with, model, "tokenizer", shortlist);
+  save_model_file(without, model, "tokenizer");
+  const auto loaded = load_model_file(with, torch::kCPU);
+  ASSERT_FALSE(loaded.shortlist.empty());
+  EXPECT_EQ(loaded.shortlist.frequent(), shortlist.frequent());
+  for (int64_t s = 0; s < 40; ++s) EXPECT_EQ(loaded.shortlist.candidates_of(s), shortlist.candidates_of(s));
+  EXPECT_TRUE(load_model_file(without, torch::kCPU).shortlist.empty());
+
+  // A shortlist for another vocabulary is refused, naming the file.
+  const auto other = build(random_corpus(50, 100, 3), 50, ShortlistOptions{4, 5});
+  const auto mismatched = (dir.path() / "mismatched.pt").string();
+  save_model_file(mismatched, model, "tokenizer", other);
+  try {
+    load_model_file(mismatched, torch::kCPU);
+    FAIL() << "a shortlist over 50 tokens loaded into a 40-token model";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find(mismatched + ": the shortlist covers a vocabulary of 50"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace tfm
