@@ -10,6 +10,7 @@
 #include "decode/search_strategy.h"
 #include "model/linear.h"
 #include "runtime/errors.h"
+#include "runtime/kernels.h"
 #include "text/option_names.h"
 #include "text/special_ids.h"
 
@@ -48,11 +49,19 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
   return batches;
 }
 
-/// `model` itself when it already has the device and dtype (and no int8 is asked for), else a
-/// converted copy, so that the caller's model is never changed under it.
+/// Whether the weights get oneDNN's layout for decoding on the CPU (model/packed_weight.h): not
+/// with int8 (FBGEMM packs those) nor with --plain-kernels (LibTorch's own ops, one by one).
+bool packs_weights(const torch::Device& device, torch::ScalarType dtype, bool quantize_int8) {
+  return device.is_cpu() && !quantize_int8 && fused_kernels() &&
+         (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
+}
+
+/// `model` itself when it already has the device and dtype (and nothing is to be quantized or
+/// packed), else a converted copy, so that the caller's model is never changed under it.
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
                                 bool quantize_int8) {
-  bool matches = !quantize_int8;
+  const bool pack = packs_weights(device, dtype, quantize_int8);
+  bool matches = !quantize_int8 && !pack;
   for (const auto& parameter : model->parameters()) {
     matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
   }
@@ -67,6 +76,7 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
   }
   copy->to(device, dtype);
   if (quantize_int8) quantize_linear_layers_int8(*copy);
+  if (pack) copy->pack_for_inference();
   return copy;
 }
 

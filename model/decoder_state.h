@@ -5,6 +5,8 @@
 
 #include <torch/types.h>
 
+#include "model/packed_weight.h"
+
 namespace tfm {
 
 /// Keys and values one decoder layer keeps between incremental steps.
@@ -34,6 +36,7 @@ struct DecoderState {
   // selected once per batch): step() then scores only those tokens. Undefined: the whole vocabulary.
   torch::Tensor output_ids;
   torch::Tensor output_weight;
+  PackedWeight packed_output_weight;  // output_weight laid out for oneDNN, when the model is packed
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.

@@ -35,6 +35,7 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  if (packed_weight_.defined()) return packed_weight_.linear(x, bias);
   if (packed_.isNone()) return torch::nn::functional::linear(x, weight, bias);
   static const c10::OperatorHandle linear_dynamic = op("quantized::linear_dynamic");
   torch::jit::Stack stack{x.contiguous(), packed_, /*reduce_range=*/true};
@@ -61,6 +62,17 @@ void LinearImpl::quantize_int8() {
   torch::jit::Stack stack{qweight, c10::optional<torch::Tensor>(bias)};
   prepack.callBoxed(&stack);
   packed_ = stack[0];
+}
+
+void LinearImpl::pack_for_inference() {
+  if (is_quantized() || !PackedWeight::supported(weight)) return;
+  packed_weight_ = PackedWeight(weight);
+}
+
+void pack_linear_layers(torch::nn::Module& module) {
+  for (const auto& child : module.modules(/*include_self=*/true)) {
+    if (auto* linear = child->as<LinearImpl>()) linear->pack_for_inference();
+  }
 }
 
 void quantize_linear_layers_int8(torch::nn::Module& module) {

@@ -7,6 +7,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "model/packed_weight.h"
+
 namespace tfm {
 
 struct LinearOptions {
@@ -29,17 +31,24 @@ class LinearImpl : public torch::nn::Module {
   /// std::invalid_argument unless the weights are float32 on the CPU.
   void quantize_int8();
   bool is_quantized() const { return !packed_.isNone(); }
+  /// CPU inference in float32 or bfloat16: lays W out once for oneDNN (model/packed_weight.h);
+  /// forward() then uses it. The weights must not change afterwards. No-op where unsupported.
+  void pack_for_inference();
+  bool is_packed() const { return packed_weight_.defined(); }
 
   LinearOptions options;
   torch::Tensor weight;  // [out, in]
   torch::Tensor bias;    // [out]
 
  private:
-  c10::IValue packed_;  // FBGEMM's packed int8 weight and bias, when quantized
+  c10::IValue packed_;          // FBGEMM's packed int8 weight and bias, when quantized
+  PackedWeight packed_weight_;  // oneDNN's layout of W, when packed for inference
 };
 TORCH_MODULE(Linear);
 
 /// Packs every Linear inside `module` for int8 inference (see LinearImpl::quantize_int8).
 void quantize_linear_layers_int8(torch::nn::Module& module);
+/// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference).
+void pack_linear_layers(torch::nn::Module& module);
 
 }  // namespace tfm

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "model/linear.h"
 #include "model/masks.h"
 #include "text/special_ids.h"
 
@@ -65,16 +66,30 @@ DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
   return decoder->start(encoded.memory, encoded.mask);
 }
 
+void TransformerImpl::pack_for_inference() {
+  pack_linear_layers(*this);
+  if (PackedWeight::supported(output_matrix())) packed_output_ = PackedWeight(output_matrix());
+}
+
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& ids) {
   state.output_ids = ids.to(output_matrix().device(), torch::kLong);
   state.output_weight = output_matrix().index_select(0, state.output_ids);  // [V', D]
+  if (packed_output_.defined()) state.packed_output_weight = PackedWeight(state.output_weight);
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
-  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);             // [N, 1, D]
-  const auto hidden = decoder->step(embedded, state).squeeze(1);                                      // [N, D]
-  const auto logits = state.output_weight.defined() ? torch::matmul(hidden, state.output_weight.t())  // [N, V']
-                                                    : project(hidden);                                // [N, V]
+  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
+  const auto hidden = decoder->step(embedded, state).squeeze(1);                           // [N, D]
+  torch::Tensor logits;  // [N, V'] over a shortlist, else [N, V]
+  if (state.packed_output_weight.defined()) {
+    logits = state.packed_output_weight.linear(hidden);
+  } else if (state.output_weight.defined()) {
+    logits = torch::matmul(hidden, state.output_weight.t());
+  } else if (packed_output_.defined()) {
+    logits = packed_output_.linear(hidden);
+  } else {
+    logits = project(hidden);
+  }
   return torch::log_softmax(logits.to(torch::kFloat32), -1);
 }
 

@@ -13,6 +13,7 @@
 #include "model/embeddings.h"
 #include "model/encoder.h"
 #include "model/model_config.h"
+#include "model/packed_weight.h"
 
 namespace tfm {
 
@@ -48,6 +49,10 @@ class TransformerImpl : public torch::nn::Module {
 
   /// The pre-softmax projection's matrix: [V, D]
   const torch::Tensor& output_matrix() const;
+  /// CPU inference in float32 or bfloat16: every linear layer's weight and the output matrix
+  /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
+  /// must not change afterwards: IdTranslator packs a copy of its models, never the caller's.
+  void pack_for_inference();
   const ModelConfig& config() const { return config_; }
 
   TokenAndPosition source_embedding{nullptr};
@@ -58,6 +63,7 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  PackedWeight packed_output_;  // output_matrix() for oneDNN, after pack_for_inference()
 };
 TORCH_MODULE(Transformer);
 

@@ -1,0 +1,48 @@
+#include "model/packed_weight.h"
+
+#include <optional>
+#include <string>
+
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <torch/torch.h>
+
+namespace tfm {
+namespace {
+
+c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
+
+}  // namespace
+
+bool PackedWeight::supported(const torch::Tensor& weight) {
+  return at::hasMKLDNN() && weight.defined() && weight.device().is_cpu() && weight.dim() == 2 &&
+         (weight.scalar_type() == torch::kFloat32 || weight.scalar_type() == torch::kBFloat16);
+}
+
+PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.size(0)) {
+  TORCH_CHECK(supported(weight), "PackedWeight: a 2-d float32 or bfloat16 CPU weight is needed");
+  static const c10::OperatorHandle reorder = op("mkldnn::_reorder_linear_weight");
+  torch::jit::Stack stack{weight.detach().contiguous(), std::optional<int64_t>()};
+  reorder.callBoxed(&stack);
+  packed_ = stack[0].toTensor();
+}
+
+torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias) const {
+  static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
+  std::optional<torch::Tensor> maybe_bias;
+  if (bias.defined()) maybe_bias = bias;
+  const auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
+  torch::jit::Stack stack{rows,
+                          packed_,
+                          maybe_bias,
+                          std::string("none"),
+                          c10::List<std::optional<c10::Scalar>>(),
+                          std::optional<std::string>("")};
+  linear_pointwise.callBoxed(&stack);
+  auto sizes = x.sizes().vec();
+  sizes.back() = out_features_;
+  return stack[0].toTensor().view(sizes);  // [..., out]
+}
+
+}  // namespace tfm

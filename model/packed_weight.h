@@ -1,0 +1,29 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/types.h>
+
+namespace tfm {
+
+/// A linear layer's weight laid out once in oneDNN's blocked format for CPU inference
+/// (mkldnn::_reorder_linear_weight), so that each product (mkldnn::_linear_pointwise) skips the
+/// repacking that a plain matmul does on every call: at the few rows of a decoding step, packing
+/// costs more than the product. Inference only (no autograd); the source weight must not change.
+class PackedWeight {
+ public:
+  PackedWeight() = default;
+  /// Whether `weight` can be packed: a CPU tensor in float32 or bfloat16, with oneDNN present.
+  static bool supported(const torch::Tensor& weight);
+  /// weight: [out, in]
+  explicit PackedWeight(const torch::Tensor& weight);
+
+  bool defined() const { return packed_.defined(); }
+  /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}) const;
+
+ private:
+  torch::Tensor packed_;
+  int64_t out_features_ = 0;
+};
+
+}  // namespace tfm
