@@ -50,17 +50,17 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
 }
 
 /// Whether the weights get oneDNN's layout for decoding on the CPU (model/packed_weight.h): not
-/// with int8 (FBGEMM packs those) nor with --plain-kernels (LibTorch's own ops, one by one).
-bool packs_weights(const torch::Device& device, torch::ScalarType dtype, bool quantize_int8) {
-  return device.is_cpu() && !quantize_int8 && fused_kernels() &&
-         (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
+/// with --plain-kernels (LibTorch's own ops, one by one). With int8, FBGEMM packs the linear
+/// layers and oneDNN the output matrix, which stays float32.
+bool packs_weights(const torch::Device& device, torch::ScalarType dtype) {
+  return device.is_cpu() && fused_kernels() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
 }
 
 /// `model` itself when it already has the device and dtype (and nothing is to be quantized or
 /// packed), else a converted copy, so that the caller's model is never changed under it.
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
                                 bool quantize_int8) {
-  const bool pack = packs_weights(device, dtype, quantize_int8);
+  const bool pack = packs_weights(device, dtype);
   bool matches = !quantize_int8 && !pack;
   for (const auto& parameter : model->parameters()) {
     matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
