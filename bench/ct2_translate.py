@@ -57,6 +57,9 @@ def main():
     parser.add_argument("--batch-tokens", type=int, default=6000, help="source tokens per batch")
     parser.add_argument("--compute-type", default="float32",
                         help="float32 or int8 (any CTranslate2 compute type is passed through)")
+    parser.add_argument("--latency-lines", type=int, default=0,
+                        help="instead: translate the first N lines one at a time (batch 1) and print the "
+                             "median milliseconds per line on stdout (as bench/latency.py for tfm)")
     args = parser.parse_args()
     if args.beam < 1 or args.max_len < 1 or args.threads < 1 or args.batch_tokens < 1:
         parser.error("--beam, --max-len, --threads and --batch-tokens must be >= 1")
@@ -85,6 +88,10 @@ def main():
                    length_penalty=args.lenpen, max_decoding_length=max_decoding,
                    min_decoding_length=0, max_input_length=0, num_hypotheses=1,
                    suppress_sequences=[["<pad>"], ["<s>"]])
+
+    if args.latency_lines > 0:
+        print("{:.1f}".format(batch1_latency(translator, sp, options, max_source, args.latency_lines)))
+        return
 
     sentences = target_subwords = 0
     start = time.perf_counter()
@@ -122,6 +129,20 @@ def main():
     seconds = time.perf_counter() - start
     print(f"translated {sentences} sentences in {seconds:.2f} s: {sentences / max(seconds, 1e-9):.1f} "
           f"sentences/s, {target_subwords / max(seconds, 1e-9):.1f} target subwords/s", file=sys.stderr)
+
+
+def batch1_latency(translator, sp, options, max_source, count):
+    """Median milliseconds to tokenize, translate and detokenize one line, after one warm-up line."""
+    import statistics
+    lines = [line.decode("utf-8", errors="replace").rstrip("\r\n") for _, line in zip(range(count), sys.stdin.buffer)]
+    times = []
+    for i, text in enumerate([lines[0]] + lines):
+        start = time.perf_counter()
+        pieces = sp.encode(text, out_type=str)[:max_source] + ["</s>"]
+        sp.decode_pieces(translator.translate_batch([pieces], **options)[0].hypotheses[0])
+        if i > 0:
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":

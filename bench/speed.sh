@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every speed figure of tfm against its references, side by side in one run on this machine:
-#   - the machine's large-matmul rate (what fraction of it training reaches);
-#   - training tokens/s: the plain-PyTorch reference (bench/reference_train.py), tfm with
-#     --plain-kernels (the paper's ops one by one) and tfm's fused default, the same updates;
+#   - the machine's large-matmul rates, float32 and (where native) bfloat16: what fraction training reaches;
+#   - training tokens/s, float32 and (where native) bfloat16: the plain-PyTorch reference
+#     (bench/reference_train.py) and tfm, the same updates;
 #   - decoding test_2016_flickr (1000 sentences, beam 4): the plain-PyTorch reference
-#     (bench/reference_translate.py), tfm plain, tfm fused float32, tfm int8, and CTranslate2
-#     float32/int8 on the same weights (bench/ct2_*.py, its own venv) with sentences/s, BLEU,
-#     lines identical to tfm float32, peak memory and batch-1 latency.
+#     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
+#     without its vocabulary shortlist, and CTranslate2 float32/int8 on the same weights
+#     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
+#     identical to tfm float32, peak memory and batch-1 latency at all threads and at one.
+# Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
 #   UPDATES 0 skips training)
@@ -33,80 +35,99 @@ echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo |
 echo "model: $model | training data: $prepared | decoding: test_2016_flickr.en ($(wc -l < "$out/test.en") lines)"
 
 echo
-echo "== machine: float32 matmul rate (4096^3 sgemm through LibTorch)"
-("$python" - "$threads" <<'PY'
+echo "== machine: matmul rates (4096^3 through LibTorch; bfloat16 only where the CPU has it natively)"
+bf16_native=0; "$tfm" --version | grep -q 'bf16: cpu yes' && bf16_native=1
+("$python" - "$threads" "$bf16_native" <<'PY'
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-a, b = torch.randn(4096, 4096), torch.randn(4096, 4096)
-a @ b
-best = min((lambda t0: (a @ b, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(5))
-print(f"sgemm: {2 * 4096**3 / best / 1e9:.1f} GFLOP/s")
+for name, dtype in [("sgemm", torch.float32)] + ([("bf16 gemm", torch.bfloat16)] if sys.argv[2] == "1" else []):
+    a, b = torch.randn(4096, 4096, dtype=dtype), torch.randn(4096, 4096, dtype=dtype)
+    a @ b
+    best = min((lambda t0: (a @ b, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(5))
+    print(f"{name}: {2 * 4096**3 / best / 1e9:.1f} GFLOP/s")
 PY
 ) | tee "$out/sgemm"
 
 if [ "$updates" -gt 0 ]; then
 echo
-echo "== training: small preset, float32, $updates updates of --max-tokens 4096 (same batches)"
-printf '%-28s %10s %12s %8s %10s %10s\n' engine seconds tokens/s ratio GFLOP/s of_sgemm
-"$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
-  --log-interval "$updates" --threads "$threads" > "$out/ref_train.log" 2>&1
-summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
-ref_tps=$(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1)
-ref_s=$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2)
-ref_gflops=$(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)
-sgemm=$(grep -oE '[0-9.]+' "$out/sgemm" | head -1)
-# Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
-flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
-  "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $sgemm" | bc -l)"; }
-flops_row "PyTorch reference" "$ref_s" "$ref_tps"
-for mode in plain fused; do
-  flag=(); [ "$mode" = plain ] && flag=(--plain-kernels)
-  rm -rf "$out/train-$mode"
-  "$tfm" --threads "$threads" "${flag[@]}" train --train-src "$prepared" --save-dir "$out/train-$mode" --preset small \
-    --dtype float32 --max-updates "$updates" --log-interval "$updates" --keep-last 0 --valid-max-sentences 1 \
-    > /dev/null 2> "$out/train-$mode.log"
-  read -r seconds tps < <("$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], r["tokens_per_s"])' "$out/train-$mode/metrics.jsonl")
-  flops_row "tfm $mode" "$seconds" "$tps"
+echo "== training: small preset, $updates updates of --max-tokens 4096 (same batches); GFLOP/s: the reference's"
+echo "   exact matmul count over each engine's time, against the machine's rate for that dtype"
+printf '%-28s %10s %12s %8s %10s %10s\n' engine seconds tokens/s ratio GFLOP/s of_peak
+dtypes=(float32); [ "$bf16_native" = 1 ] && dtypes+=(bfloat16)
+for dtype in "${dtypes[@]}"; do
+  peak=$(grep -E "^$( [ "$dtype" = float32 ] && echo sgemm || echo 'bf16 gemm'):" "$out/sgemm" | grep -oE '[0-9.]+' | tail -1)
+  "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
+    --log-interval "$updates" --threads "$threads" --dtype "$dtype" > "$out/ref_train.log" 2>&1
+  summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
+  ref_tps=$(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1)
+  ref_s=$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2)
+  ref_gflops=$(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)
+  # Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
+  flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
+    "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $peak" | bc -l)"; }
+  flops_row "PyTorch reference $dtype" "$ref_s" "$ref_tps"
+  rm -rf "$out/train-$dtype"
+  "$tfm" --threads "$threads" train --train-src "$prepared" --save-dir "$out/train-$dtype" --preset small \
+    --dtype "$dtype" --max-tokens 4096 --max-updates "$updates" --log-interval "$updates" --keep-last 0 \
+    --valid-max-sentences 1 \
+    > /dev/null 2> "$out/train-$dtype.log"
+  read -r seconds tps < <("$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], r["tokens_per_s"])' "$out/train-$dtype/metrics.jsonl")
+  flops_row "tfm $dtype" "$seconds" "$tps"
 done
 fi
 
 echo
-echo "== decoding: beam 4, length penalty 0.6, max length source + 50"
-printf '%-28s %12s %8s %8s %10s %10s %12s\n' engine sentences/s ratio BLEU identical peak_MiB 'p50_ms(b=1)'
+echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, max length source + 50"
+echo "   (p50: batch-1 latency, median of 100 lines sent one at a time; shortlist: \`tfm shortlist\` from Multi30k train)"
+printf '%-28s %12s %8s %8s %10s %10s %12s %12s\n' engine sentences/s ratio BLEU identical peak_MiB \
+  "p50_ms_${threads}thr" p50_ms_1thr
 bleu() { "$tfm" eval --hyp "$1" --ref "$out/test.de" --width 2 2>/dev/null | grep -oE '= [0-9.]+' | head -1 | cut -c3-; }
 same() { paste -d '\t' "$out/hyp.tfm-fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l; }
-row() {  # row NAME HYP LOG RSS_KB [LATENCY]
+row() {  # row NAME HYP LOG RSS_KB [LATENCY] [LATENCY_1_THREAD]
   local sps; sps=$(grep -oE '[0-9.]+ sentences/s' "$3" | tail -1 | cut -d' ' -f1)
   [ -z "${ref_sps:-}" ] && ref_sps=$sps
-  printf '%-28s %12s %8.2f %8s %10s %10s %12s\n' "$1" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" "$(bleu "$2")" \
-    "$( [ -f "$out/hyp.tfm-fp32" ] && same "$2" || echo -)" "$(( $4 / 1024 ))" "${5:--}"
+  printf '%-28s %12s %8.2f %8s %10s %10s %12s %12s\n' "$1" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" "$(bleu "$2")" \
+    "$( [ -f "$out/hyp.tfm-fp32" ] && same "$2" || echo -)" "$(( $4 / 1024 ))" "${5:--}" "${6:--}"
 }
 timed() { /usr/bin/time -f '%M' -o "$out/rss" "$@"; }
 timed "$python" "$here/reference_translate.py" --model "$model" --threads "$threads" < "$out/test.en" \
   > "$out/hyp.ref" 2> "$out/log.ref"
-ref_rss=$(cat "$out/rss")
-for mode in plain fp32 int8; do
-  flags=(--threads "$threads"); extra=(--dtype float32 --lenpen 0.6)  # the reference's and CTranslate2's alpha
-  [ "$mode" = plain ] && flags+=(--plain-kernels)
-  [ "$mode" = int8 ] && extra+=(--quantize int8)
-  timed "$tfm" "${flags[@]}" translate --model "$model" "${extra[@]}" < "$out/test.en" > "$out/hyp.tfm-$mode" \
-    2> "$out/log.tfm-$mode"
-  cp "$out/rss" "$out/rss.tfm-$mode"
-done
-row "PyTorch reference fp32" "$out/hyp.ref" "$out/log.ref" "$ref_rss"
-lat_fp32=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32 --tfm-flag=--lenpen=0.6)
-lat_int8=$("$python" "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype float32 --tfm-flag=--lenpen=0.6 \
-  --tfm-flag=--quantize=int8)
-row "tfm --plain-kernels fp32" "$out/hyp.tfm-plain" "$out/log.tfm-plain" "$(cat "$out/rss.tfm-plain")"
-row "tfm fp32" "$out/hyp.tfm-fp32" "$out/log.tfm-fp32" "$(cat "$out/rss.tfm-fp32")" "$lat_fp32"
-row "tfm int8" "$out/hyp.tfm-int8" "$out/log.tfm-int8" "$(cat "$out/rss.tfm-int8")" "$lat_int8"
-if [ -x "$ct2_python" ]; then
-  "$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
-  for compute in float32 int8; do
-    timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$threads" --compute-type "$compute" \
-      < "$out/test.en" > "$out/hyp.ct2-$compute" 2> "$out/log.ct2-$compute"
-    row "CTranslate2 $compute" "$out/hyp.ct2-$compute" "$out/log.ct2-$compute" "$(cat "$out/rss")"
+row "PyTorch reference fp32" "$out/hyp.ref" "$out/log.ref" "$(cat "$out/rss")"
+# One model file with a shortlist serves every tfm row (without --shortlist it is the same model).
+"$tfm" shortlist --model "$model" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+  --out "$out/model.pt" 2> "$out/shortlist.log"
+modes=(fp32 fp32-shortlist int8 int8-shortlist)
+"$tfm" --version | grep -q 'bf16: cpu yes' && modes+=(bf16 bf16-shortlist)
+for mode in "${modes[@]}"; do
+  flags=(--lenpen 0.6)  # the reference's and CTranslate2's alpha
+  dtype=float32
+  case "$mode" in
+    int8*) flags+=(--quantize int8) ;;
+    bf16*) dtype=bfloat16 ;;
+  esac
+  case "$mode" in *-shortlist) flags+=(--shortlist) ;; esac
+  timed "$tfm" --threads "$threads" translate --model "$out/model.pt" --dtype "$dtype" "${flags[@]}" \
+    < "$out/test.en" > "$out/hyp.tfm-$mode" 2> "$out/log.tfm-$mode"
+  rss=$(cat "$out/rss")
+  latency=() && for t in "$threads" 1; do
+    latency+=("$("$python" "$here/latency.py" "$tfm" "$out/model.pt" "$out/test.en" --dtype "$dtype" \
+      "${flags[@]/#/--tfm-flag=}" "--tfm-flag=--threads=$t" 2> /dev/null)")
   done
-else
-  echo "(CTranslate2 skipped: no $ct2_python; python3 -m venv it and pip install ctranslate2 sentencepiece)"
+  row "tfm $mode" "$out/hyp.tfm-$mode" "$out/log.tfm-$mode" "$rss" "${latency[@]}"
+done
+if [ ! -x "$ct2_python" ]; then  # CTranslate2 in a venv of its own: never a dependency of tfm
+  python3 -m venv "$(dirname "$(dirname "$ct2_python")")"
+  "$ct2_python" -m pip install -q ctranslate2 sentencepiece
 fi
+"$ct2_python" -c 'import ctranslate2; print("CTranslate2", ctranslate2.__version__)'
+"$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
+for compute in float32 int8; do
+  timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$threads" --compute-type "$compute" \
+    < "$out/test.en" > "$out/hyp.ct2-$compute" 2> "$out/log.ct2-$compute"
+  rss=$(cat "$out/rss")
+  latency=() && for t in "$threads" 1; do
+    latency+=("$("$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
+      --latency-lines 100 < "$out/test.en")")
+  done
+  row "CTranslate2 $compute" "$out/hyp.ct2-$compute" "$out/log.ct2-$compute" "$rss" "${latency[@]}"
+done
