@@ -139,10 +139,7 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
     options_.search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
-  if (!shortlist_.empty() && shortlist_.vocab_size() != vocab_size()) {
-    throw std::invalid_argument("the shortlist covers a vocabulary of " + std::to_string(shortlist_.vocab_size()) +
-                                ", the model's has " + std::to_string(vocab_size()));
-  }
+  if (!shortlist_.empty()) shortlist_.check_vocabulary(vocab_size());
   search_ = make_search_strategy(options_.search);
 }
 

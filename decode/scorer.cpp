@@ -30,10 +30,7 @@ class EnsembleState : public Scorer::State {
 
 TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortlist)
     : model_(std::move(model)), shortlist_(shortlist) {
-  if (shortlist_ != nullptr && shortlist_->vocab_size() != model_->config().vocab_size) {
-    throw std::invalid_argument("the shortlist covers a vocabulary of " + std::to_string(shortlist_->vocab_size()) +
-                                ", the model's has " + std::to_string(model_->config().vocab_size));
-  }
+  if (shortlist_ != nullptr) shortlist_->check_vocabulary(model_->config().vocab_size);
 }
 
 std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {

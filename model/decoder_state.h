@@ -32,11 +32,11 @@ struct DecoderState {
   // memory_mask have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
-  // A shortlist's token ids (sorted, [V'] int64) and their rows of the output matrix ([V', D],
-  // selected once per batch): step() then scores only those tokens. Undefined: the whole vocabulary.
-  torch::Tensor output_ids;
+  // A shortlist's rows of the output matrix ([V', D], selected once per batch): step() then scores
+  // only those tokens. One of the two, as the model is packed for oneDNN or not; neither: the whole
+  // vocabulary.
   torch::Tensor output_weight;
-  PackedWeight packed_output_weight;  // output_weight laid out for oneDNN, when the model is packed
+  PackedWeight packed_output_weight;
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.

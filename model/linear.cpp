@@ -46,10 +46,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
 void LinearImpl::quantize_int8() {
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
     throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
-                                " int8 with " + option_name("dtype") +
-                                " "
-                                "float32 " +
-                                option_name("device") + " cpu)");
+                                " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
   }
   torch::NoGradGuard no_grad;
   SilentWarnings silent;

@@ -65,6 +65,13 @@ torch::Tensor Shortlist::candidates(const torch::Tensor& source) const {
   return to_tensor(kept, torch::kLong);  // [V']
 }
 
+void Shortlist::check_vocabulary(int64_t vocab_size) const {
+  if (vocab_size_ != vocab_size) {
+    throw std::invalid_argument("the shortlist covers a vocabulary of " + std::to_string(vocab_size_) +
+                                ", the model's has " + std::to_string(vocab_size));
+  }
+}
+
 std::vector<int64_t> Shortlist::candidates_of(int64_t source_id) const {
   if (!in_vocabulary(source_id, vocab_size_)) return {};
   return std::vector<int64_t>(targets_.begin() + offsets_[source_id], targets_.begin() + offsets_[source_id + 1]);

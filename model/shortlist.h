@@ -24,6 +24,8 @@ class Shortlist {
 
   bool empty() const { return vocab_size_ == 0; }
   int64_t vocab_size() const { return vocab_size_; }
+  /// Throws std::invalid_argument unless the shortlist is over a vocabulary of `vocab_size`.
+  void check_vocabulary(int64_t vocab_size) const;
   /// source: [B, S] ids on any device -> [V'] int64 on the CPU: every id the batch may produce,
   /// sorted ascending, the special ids (0 .. kNumSpecialIds-1) always first.
   torch::Tensor candidates(const torch::Tensor& source) const;

@@ -72,9 +72,12 @@ void TransformerImpl::pack_for_inference() {
 }
 
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& ids) {
-  state.output_ids = ids.to(output_matrix().device(), torch::kLong);
-  state.output_weight = output_matrix().index_select(0, state.output_ids);  // [V', D]
-  if (packed_output_.defined()) state.packed_output_weight = PackedWeight(state.output_weight);
+  const auto rows = output_matrix().index_select(0, ids.to(output_matrix().device(), torch::kLong));  // [V', D]
+  if (packed_output_.defined()) {
+    state.packed_output_weight = PackedWeight(rows);
+  } else {
+    state.output_weight = rows;
+  }
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {

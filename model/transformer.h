@@ -41,7 +41,7 @@ class TransformerImpl : public torch::nn::Module {
   /// From now on step() scores only `ids` ([V'] int64, sorted, on any device): a shortlist.
   void restrict_output(DecoderState& state, const torch::Tensor& ids);
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
-  /// [N, V'] over state.output_ids after restrict_output, normalized over those tokens.
+  /// [N, V'] over the ids given to restrict_output, normalized over those tokens.
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
 
   /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
