@@ -8,7 +8,6 @@
 
 #include "decode/scorer.h"
 #include "decode/search_strategy.h"
-#include "model/linear.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "text/option_names.h"
@@ -50,8 +49,8 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
 }
 
 /// Whether the weights get oneDNN's layout for decoding on the CPU (model/packed_weight.h): not
-/// with --plain-kernels (LibTorch's own ops, one by one). With int8, FBGEMM packs the linear
-/// layers and oneDNN the output matrix, which stays float32.
+/// with --plain-kernels (LibTorch's own ops, one by one). With int8, FBGEMM's int8 weights
+/// replace them (TransformerImpl::quantize_int8).
 bool packs_weights(const torch::Device& device, torch::ScalarType dtype) {
   return device.is_cpu() && fused_kernels() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
 }
@@ -75,7 +74,7 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     for (auto& item : copy->named_buffers()) item.value().copy_(buffers[item.key()]);
   }
   copy->to(device, dtype);
-  if (quantize_int8) quantize_linear_layers_int8(*copy);
+  if (quantize_int8) copy->quantize_int8();
   if (pack) copy->pack_for_inference();
   return copy;
 }

@@ -5,7 +5,7 @@
 
 #include <torch/types.h>
 
-#include "model/packed_weight.h"
+#include "model/prepared_weight.h"
 
 namespace tfm {
 
@@ -32,11 +32,10 @@ struct DecoderState {
   // memory_mask have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
-  // A shortlist's rows of the output matrix ([V', D], selected once per batch): step() then scores
-  // only those tokens. One of the two, as the model is packed for oneDNN or not; neither: the whole
-  // vocabulary.
-  torch::Tensor output_weight;
-  PackedWeight packed_output_weight;
+  // A shortlist's rows of the output matrix ([V', D], selected once per batch, in the form the
+  // model prepared its whole matrix in): step() then scores only those tokens. Undefined: the
+  // whole vocabulary.
+  PreparedWeight output_weight;
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.

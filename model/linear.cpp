@@ -1,28 +1,10 @@
 #include "model/linear.h"
 
 #include <cmath>
-#include <stdexcept>
 
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
-#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
-#include "text/option_names.h"
-
 namespace tfm {
-namespace {
-
-/// LibTorch marks its quantized-tensor constructors deprecated and warns on first use; tfm
-/// depends on the pinned wheel where they work, so the warning would only alarm users.
-class SilentWarnings : public c10::WarningHandler {
- public:
-  void process(const c10::Warning&) override {}
-};
-
-c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
-
-}  // namespace
 
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
   weight = register_parameter("weight", torch::empty({options.out_features(), options.in_features()}));
@@ -35,35 +17,15 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  if (packed_weight_.defined()) return packed_weight_.linear(x, bias);
-  if (packed_.isNone()) return torch::nn::functional::linear(x, weight, bias);
-  static const c10::OperatorHandle linear_dynamic = op("quantized::linear_dynamic");
-  torch::jit::Stack stack{x.contiguous(), packed_, /*reduce_range=*/true};
-  linear_dynamic.callBoxed(&stack);
-  return stack[0].toTensor();
+  if (prepared_.defined()) return prepared_.linear(x);
+  return torch::nn::functional::linear(x, weight, bias);
 }
 
-void LinearImpl::quantize_int8() {
-  if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
-    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
-                                " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
-  }
-  torch::NoGradGuard no_grad;
-  SilentWarnings silent;
-  c10::WarningUtils::WarningHandlerGuard guard(&silent);
-  // One scale per output row: rows of W differ in range, and per-row scales keep small rows exact.
-  const auto scales = (weight.abs().amax(1) / 127.0).clamp_min(1e-12).to(torch::kDouble);  // [out]
-  const auto zero_points = torch::zeros({weight.size(0)}, torch::kLong);
-  const auto qweight = torch::quantize_per_channel(weight, scales, zero_points, 0, torch::kQInt8);
-  static const c10::OperatorHandle prepack = op("quantized::linear_prepack");
-  torch::jit::Stack stack{qweight, c10::optional<torch::Tensor>(bias)};
-  prepack.callBoxed(&stack);
-  packed_ = stack[0];
-}
+void LinearImpl::quantize_int8() { prepared_ = PreparedWeight(PreparedWeight::Form::kInt8, weight, bias); }
 
 void LinearImpl::pack_for_inference() {
   if (is_quantized() || !PackedWeight::supported(weight)) return;
-  packed_weight_ = PackedWeight(weight);
+  prepared_ = PreparedWeight(PreparedWeight::Form::kOneDnn, weight, bias);
 }
 
 void pack_linear_layers(torch::nn::Module& module) {

@@ -1,13 +1,12 @@
 #pragma once
 #include <cstdint>
 
-#include <ATen/core/ivalue.h>
 #include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "model/packed_weight.h"
+#include "model/prepared_weight.h"
 
 namespace tfm {
 
@@ -18,10 +17,9 @@ struct LinearOptions {
 };
 
 /// y = x W^T + b, as torch::nn::Linear (same parameter names, so checkpoints are unchanged), with
-/// an optional int8 path for inference: quantize_int8() packs W once as int8 with one scale per
-/// output row (FBGEMM through LibTorch's quantized::linear_dynamic), and forward() then quantizes
-/// the activations per call (7-bit range, which AVX2's int8 multiply-add cannot overflow) and
-/// accumulates in int32. CPU only; training and CUDA keep the float path.
+/// inference paths that prepare W once (model/prepared_weight.h): int8 for FBGEMM
+/// (quantize_int8()) or oneDNN's layout (pack_for_inference()). CPU only; training and CUDA keep
+/// the float path.
 class LinearImpl : public torch::nn::Module {
  public:
   explicit LinearImpl(const LinearOptions& options);
@@ -30,19 +28,18 @@ class LinearImpl : public torch::nn::Module {
   /// Packs the current weights for the int8 path (call after loading them). Throws
   /// std::invalid_argument unless the weights are float32 on the CPU.
   void quantize_int8();
-  bool is_quantized() const { return !packed_.isNone(); }
+  bool is_quantized() const { return prepared_.form() == PreparedWeight::Form::kInt8; }
   /// CPU inference in float32 or bfloat16: lays W out once for oneDNN (model/packed_weight.h);
   /// forward() then uses it. The weights must not change afterwards. No-op where unsupported.
   void pack_for_inference();
-  bool is_packed() const { return packed_weight_.defined(); }
+  bool is_packed() const { return prepared_.form() == PreparedWeight::Form::kOneDnn; }
 
   LinearOptions options;
   torch::Tensor weight;  // [out, in]
   torch::Tensor bias;    // [out]
 
  private:
-  c10::IValue packed_;          // FBGEMM's packed int8 weight and bias, when quantized
-  PackedWeight packed_weight_;  // oneDNN's layout of W, when packed for inference
+  PreparedWeight prepared_;  // W for FBGEMM or oneDNN once prepared for inference, else undefined
 };
 TORCH_MODULE(Linear);
 

@@ -68,28 +68,30 @@ DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
 
 void TransformerImpl::pack_for_inference() {
   pack_linear_layers(*this);
-  if (PackedWeight::supported(output_matrix())) packed_output_ = PackedWeight(output_matrix());
+  if (!output_.defined() && PackedWeight::supported(output_matrix())) {
+    output_ = PreparedWeight(PreparedWeight::Form::kOneDnn, output_matrix());
+  }
+}
+
+void TransformerImpl::quantize_int8() {
+  quantize_linear_layers_int8(*this);
+  output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix());
 }
 
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& ids) {
   const auto rows = output_matrix().index_select(0, ids.to(output_matrix().device(), torch::kLong));  // [V', D]
-  if (packed_output_.defined()) {
-    state.packed_output_weight = PackedWeight(rows);
-  } else {
-    state.output_weight = rows;
-  }
+  // The rows in the form the whole matrix was prepared in, so that scores match the full vocabulary's.
+  state.output_weight = PreparedWeight(output_.defined() ? output_.form() : PreparedWeight::Form::kPlain, rows);
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
   const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                           // [N, D]
   torch::Tensor logits;  // [N, V'] over a shortlist, else [N, V]
-  if (state.packed_output_weight.defined()) {
-    logits = state.packed_output_weight.linear(hidden);
-  } else if (state.output_weight.defined()) {
-    logits = torch::matmul(hidden, state.output_weight.t());
-  } else if (packed_output_.defined()) {
-    logits = packed_output_.linear(hidden);
+  if (state.output_weight.defined()) {
+    logits = state.output_weight.linear(hidden);
+  } else if (output_.defined()) {
+    logits = output_.linear(hidden);
   } else {
     logits = project(hidden);
   }

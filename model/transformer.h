@@ -13,7 +13,7 @@
 #include "model/embeddings.h"
 #include "model/encoder.h"
 #include "model/model_config.h"
-#include "model/packed_weight.h"
+#include "model/prepared_weight.h"
 
 namespace tfm {
 
@@ -53,6 +53,10 @@ class TransformerImpl : public torch::nn::Module {
   /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
   /// must not change afterwards: IdTranslator packs a copy of its models, never the caller's.
   void pack_for_inference();
+  /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
+  /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
+  /// which then leaves them as they are.
+  void quantize_int8();
   const ModelConfig& config() const { return config_; }
 
   TokenAndPosition source_embedding{nullptr};
@@ -63,7 +67,7 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
-  PackedWeight packed_output_;  // output_matrix() for oneDNN, after pack_for_inference()
+  PreparedWeight output_;  // output_matrix() for oneDNN or FBGEMM, once prepared for inference
 };
 TORCH_MODULE(Transformer);
 

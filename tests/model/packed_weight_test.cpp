@@ -71,5 +71,45 @@ TEST(PackedWeight, APackedModelDecodesAsTheUnpackedOne) {
   }
 }
 
+// int8 prepares the output matrix too (FBGEMM, per-row scales): next-token distributions stay
+// close to float32's, over the whole vocabulary and over a shortlist's rows.
+TEST(PackedWeight, AnInt8ModelScoresCloseToFloat32WithItsOutputMatrixQuantized) {
+  ModelConfig config = preset("tiny");
+  config.vocab_size = 50;
+  torch::manual_seed(6);
+  Transformer plain(config);
+  plain->eval();
+  Transformer quantized(config);
+  quantized->eval();
+  {
+    torch::NoGradGuard no_grad;
+    auto target = quantized->named_parameters();
+    for (const auto& item : plain->named_parameters()) target[item.key()].copy_(item.value());
+  }
+  quantized->quantize_int8();
+  quantized->pack_for_inference();  // leaves the int8 weights as they are
+  torch::InferenceMode inference;
+  const auto source = torch::tensor(std::vector<int64_t>{7, 8, 9, 10, kEosId}).view({1, 5});
+  auto plain_state = plain->start_decoding(plain->encode(source));
+  auto int8_state = quantized->start_decoding(quantized->encode(source));
+  auto plain_short = plain->start_decoding(plain->encode(source));
+  auto int8_short = quantized->start_decoding(quantized->encode(source));
+  const auto ids = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 17, 30, 49});
+  plain->restrict_output(plain_short, ids);
+  quantized->restrict_output(int8_short, ids);
+  auto tokens = torch::full({1}, kBosId, torch::kLong);
+  for (int step = 0; step < 4; ++step) {
+    const auto expected = plain->step(tokens, plain_state).exp();  // [1, V]
+    const auto got = quantized->step(tokens, int8_state).exp();
+    const double error = (got - expected).abs().max().item<double>();
+    EXPECT_LT(error, 0.02) << "step " << step;
+    EXPECT_GT(error, 0.0) << "the int8 path did not run";
+    EXPECT_LT(
+        (quantized->step(tokens, int8_short).exp() - plain->step(tokens, plain_short).exp()).abs().max().item<double>(),
+        0.02);
+    tokens = expected.argmax(1);
+  }
+}
+
 }  // namespace
 }  // namespace tfm

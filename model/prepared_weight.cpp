@@ -1,0 +1,32 @@
+#include "model/prepared_weight.h"
+
+#include <torch/torch.h>
+
+namespace tfm {
+
+PreparedWeight::PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias) : form_(form) {
+  switch (form) {
+    case Form::kNone: break;
+    case Form::kPlain:
+      weight_ = weight;
+      bias_ = bias;
+      break;
+    case Form::kOneDnn:
+      packed_ = PackedWeight(weight);
+      bias_ = bias;
+      break;
+    case Form::kInt8: int8_ = Int8Weight(weight, bias); break;
+  }
+}
+
+torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
+  switch (form_) {
+    case Form::kPlain: return torch::nn::functional::linear(x, weight_, bias_);
+    case Form::kOneDnn: return packed_.linear(x, bias_);
+    case Form::kInt8: return int8_.linear(x);
+    case Form::kNone: break;
+  }
+  TORCH_CHECK(false, "PreparedWeight::linear: no weight prepared");
+}
+
+}  // namespace tfm

@@ -1,0 +1,32 @@
+#pragma once
+#include <torch/types.h>
+
+#include "model/int8_weight.h"
+#include "model/packed_weight.h"
+
+namespace tfm {
+
+/// A weight [out, in] (and optional bias [out]) in the form that the kernel multiplying by it
+/// wants, chosen once for inference: as stored (LibTorch's matmul), laid out for oneDNN
+/// (model/packed_weight.h) or quantized to int8 for FBGEMM (model/int8_weight.h).
+class PreparedWeight {
+ public:
+  enum class Form { kNone, kPlain, kOneDnn, kInt8 };
+
+  PreparedWeight() = default;
+  /// kOneDnn needs PackedWeight::supported(weight); kInt8 a float32 CPU weight.
+  PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  bool defined() const { return form_ != Form::kNone; }
+  Form form() const { return form_; }
+  /// x: [..., in] -> x W^T + b, [..., out] (float32 for kInt8, else x's dtype)
+  torch::Tensor linear(const torch::Tensor& x) const;
+
+ private:
+  Form form_ = Form::kNone;
+  torch::Tensor weight_, bias_;  // kPlain
+  PackedWeight packed_;          // kOneDnn; bias_ too
+  Int8Weight int8_;              // kInt8 (bias packed with it)
+};
+
+}  // namespace tfm
