@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "decode/beam_top_k.h"
 #include "decode/logits_processors.h"
 #include "text/special_ids.h"
 
@@ -142,10 +143,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
     auto log_probs = scorer.step(last_tokens, *state);  // [N, V'], N = active * K
     const int64_t scored = log_probs.size(1);           // V'
     processors.apply(log_probs, row_facts(active, step, beam, state->columns));
-    const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({static_cast<int64_t>(active.size()), -1});
-    const auto [top_scores, top_ids] = totals.topk(std::min<int64_t>(2 * beam, totals.size(1)));  // [A, 2K]
-    const auto scores_cpu = top_scores.to(torch::kCPU).contiguous();
-    const auto ids_cpu = top_ids.to(torch::kCPU).contiguous();
+    const auto [scores_cpu, ids_cpu] =
+        beam_top_k(log_probs, beam_scores, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
     const int64_t width = scores_cpu.size(1);
 
     std::vector<SentenceSearch> still_active;
