@@ -95,7 +95,12 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderSta
   } else {
     logits = project(hidden);
   }
-  return torch::log_softmax(logits.to(torch::kFloat32), -1);
+  logits = logits.to(torch::kFloat32);
+  if (!logits.is_cpu()) return torch::log_softmax(logits, -1);
+  // In place: the CPU kernel reads each row whole before writing it, so the result is the same
+  // bits, and [N, V] floats fewer are live at every step.
+  at::_log_softmax_out(logits, logits, -1, /*half_to_float=*/false);
+  return logits;
 }
 
 }  // namespace tfm
