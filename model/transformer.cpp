@@ -96,9 +96,9 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderSta
     logits = project(hidden);
   }
   logits = logits.to(torch::kFloat32);
-  if (!logits.is_cpu()) return torch::log_softmax(logits, -1);
-  // In place: the CPU kernel reads each row whole before writing it, so the result is the same
-  // bits, and [N, V] floats fewer are live at every step.
+  if (!logits.is_cpu() || logits.requires_grad()) return torch::log_softmax(logits, -1);
+  // In place (when nothing differentiates through it): the CPU kernel reads each row whole before
+  // writing it, so the result is the same bits, and [N, V] floats fewer are live at every step.
   at::_log_softmax_out(logits, logits, -1, /*half_to_float=*/false);
   return logits;
 }
