@@ -10,6 +10,9 @@ namespace tfm {
 
 torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& mask) {
   if (!mask.defined()) return torch::softmax(scores, -1);
+  // An additive mask (0 or -inf): one add instead of the boolean mask's four ops, for decoding
+  // steps, where every query has a key to attend to.
+  if (mask.is_floating_point()) return torch::softmax(scores + mask, -1);
   const auto weights =
       torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
   // A row with every key masked is all -inf and softmaxes to NaN; it attends to nothing instead.

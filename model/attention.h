@@ -20,7 +20,8 @@ torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const 
                      bool training);
 
 /// §3.2.1's weights: softmax(scores) with masked keys at 0, and a query with no key all 0.
-/// scores: [B, H, T, S], mask as attend() -> [B, H, T, S]
+/// scores: [B, H, T, S], mask as attend() -> [B, H, T, S]. A floating-point mask is added to the
+/// scores instead (0 to keep a key, -inf to mask it; every query must keep one).
 torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& mask);
 
 /// §3.2.1's scaled dot-product attention as one fused LibTorch kernel, which multi-head attention

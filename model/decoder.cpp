@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "model/encoder.h"
 #include "model/layer_options.h"
 #include "model/masks.h"
@@ -29,7 +31,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
                   [&](const torch::Tensor& in) { return feed_forward->forward(in); });
 }
 
-torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask,
+torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias,
                                      int64_t step, int64_t rows_per_memory) {
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);      // each [N, H, 1, Dh]
@@ -44,13 +46,13 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
     const auto q = cross_attention->project_q(in);  // [N, H, 1, Dh]
-    if (rows_per_memory == 1) return cross_attention->attend_heads(q, cache.memory_k, cache.memory_v, memory_mask);
+    if (rows_per_memory == 1) return cross_attention->attend_heads(q, cache.memory_k, cache.memory_v, memory_bias);
     // The K rows that share an encoder output become K query positions over that one copy:
     // [N, H, 1, Dh] -> [M, H, K, Dh], so memory keys and values are never repeated K times.
     const int64_t rows = q.size(0);
     const auto grouped = q.reshape({rows / rows_per_memory, rows_per_memory, q.size(1), q.size(3)}).transpose(1, 2);
     return cross_attention
-        ->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_mask)  // [M, K, D]
+        ->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_bias)  // [M, K, D]
         .reshape({rows, 1, -1});
   });
   return residual(h, feed_forward_norm, config_, is_training(),
@@ -85,7 +87,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 
 DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor& memory_mask) {
   DecoderState state;
-  state.memory_mask = memory_mask;
+  state.memory_bias = torch::zeros(memory_mask.sizes(), memory.options())
+                          .masked_fill(memory_mask.logical_not(), -std::numeric_limits<float>::infinity());
   for (const auto& layer : *layers) {
     LayerCache cache;
     std::tie(cache.memory_k, cache.memory_v) = layer->as<DecoderLayer>()->cross_attention->project_kv(memory);
@@ -97,7 +100,7 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
 torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
   auto h = x;
   for (size_t i = 0; i < layers->size(); ++i) {
-    h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_mask, state.step,
+    h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_bias, state.step,
                                                state.rows_per_memory);
   }
   ++state.step;

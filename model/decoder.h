@@ -24,8 +24,9 @@ class DecoderLayerImpl : public torch::nn::Module {
                         torch::Tensor* cross_weights = nullptr);
   /// One incremental step. x: [N, 1, D] at position `step`; appends this position's keys and
   /// values to `cache` -> [N, 1, D]. Row r reads encoder output r / rows_per_memory
-  /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_mask: [N / rows_per_memory, 1, 1, S]).
-  torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_mask, int64_t step,
+  /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_bias: [N / rows_per_memory, 1, 1, S],
+  /// additive: DecoderState::memory_bias).
+  torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias, int64_t step,
                      int64_t rows_per_memory = 1);
 
   MultiHeadAttention self_attention{nullptr};

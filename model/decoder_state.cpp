@@ -75,7 +75,7 @@ void DecoderState::repeat_rows(int64_t times) {
 }
 
 void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
-  const auto index = rows.to(memory_mask.device(), torch::kLong);
+  const auto index = rows.to(memory_bias.device(), torch::kLong);
   reorder_self_caches(layers, index, step);
   if (same_memory) return;
   // The memory row each block of rows_per_memory new rows reads.
@@ -95,7 +95,7 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     select(layer.memory_k);
     select(layer.memory_v);
   }
-  select(memory_mask);
+  select(memory_bias);
 }
 
 }  // namespace tfm

@@ -26,10 +26,12 @@ struct LayerCache {
 /// (N = sentences x beam); beam search reorders, repeats or drops rows with reorder().
 struct DecoderState {
   std::vector<LayerCache> layers;
-  torch::Tensor memory_mask;  // [M, 1, 1, S]: true for real source tokens
-  int64_t step = 0;           // target tokens consumed so far (the next token's position)
+  // [M, 1, 1, S] in the model's dtype: 0 for real source tokens, -inf for padding, added to the
+  // cross-attention scores (model/attention.h: attention_weights)
+  torch::Tensor memory_bias;
+  int64_t step = 0;  // target tokens consumed so far (the next token's position)
   // Rows per encoder output: row r reads memory r / rows_per_memory (memory_k, memory_v and
-  // memory_mask have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
+  // memory_bias have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
   // A shortlist's rows of the output matrix ([V', D], selected once per batch, in the form the

@@ -132,6 +132,21 @@ TEST(Attend, FullyMaskedRowGivesZerosNotNaN) {
   EXPECT_TENSOR_NEAR(out[0][0][0], weights[0] * v[0][0][0] + weights[1] * v[0][0][2], 1e-6);
 }
 
+// Decoding adds a 0/-inf bias instead of selecting with a bool mask: the same bits, in float32
+// and bfloat16, as long as every query keeps a key.
+TEST(Attend, AnAdditiveMaskGivesTheBoolMasksBits) {
+  torch::manual_seed(21);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto scores = torch::randn({3, 2, 1, 6}).to(dtype);
+    const auto keep =
+        torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0}).to(torch::kBool).view({3, 1, 1, 6});
+    const auto bias = torch::zeros({3, 1, 1, 6}, dtype).masked_fill(keep.logical_not(), -INFINITY);
+    const auto expected = attention_weights(scores, keep);
+    EXPECT_TRUE(torch::equal(attention_weights(scores, bias), expected));
+    EXPECT_EQ(expected.masked_select(keep.logical_not().expand_as(expected)).abs().sum().item<double>(), 0.0);
+  }
+}
+
 TEST(Masks, CausalWindowAndPadding) {
   EXPECT_TRUE(torch::equal(causal_mask(3, torch::kCPU).view({3, 3}),
                            torch::tensor({1, 0, 0, 1, 1, 0, 1, 1, 1}, torch::kBool).view({3, 3})));
