@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "model/dropout.h"
 #include "runtime/kernels.h"
 
 namespace tfm {
@@ -22,7 +23,7 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
 
 torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const torch::Tensor& mask, double dropout,
                      bool training) {
-  const auto weights = torch::dropout(attention_weights(scores, mask), dropout, training);
+  const auto weights = apply_dropout(attention_weights(scores, mask), dropout, training);
   return torch::matmul(weights, v);  // [B, H, T, Dh]
 }
 
@@ -96,7 +97,7 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
   const bool fused = fused_kernels() && q.is_cuda() && weights == nullptr;  // the fused kernel keeps no weights
   if (weights != nullptr) {
     *weights = attention_weights(scorer(q, k), mask);  // [B, H, T, S]
-    context = torch::matmul(torch::dropout(*weights, options.dropout(), is_training()), v);
+    context = torch::matmul(apply_dropout(*weights, options.dropout(), is_training()), v);
   } else if (options.score() == AttentionScore::kScaledDot && fused) {
     context = fused_scaled_dot_attention(q, k, v, mask, is_training() ? options.dropout() : 0.0);
   } else {

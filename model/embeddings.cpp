@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "model/dropout.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -50,7 +51,7 @@ torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t fi
   }
   const auto token_vectors = tokens(ids) * scale_;  // [B, T, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
-  return torch::dropout(embedded, config_.dropout, is_training());
+  return apply_dropout(embedded, config_.dropout, is_training());
 }
 
 }  // namespace tfm
