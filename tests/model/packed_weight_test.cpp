@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "model/linear.h"
 #include "model/transformer.h"
 #include "tests/tensor_assert.h"
@@ -37,78 +39,67 @@ TEST(PackedWeight, ComputesTheLinearMapInFloat32AndBfloat16) {
   EXPECT_FALSE(PackedWeight::supported(weight.to(torch::kDouble)));
 }
 
-TEST(PackedWeight, APackedModelDecodesAsTheUnpackedOne) {
+using Compare = std::function<void(const torch::Tensor& got, const torch::Tensor& expected)>;
+
+/// A tiny model and a copy with its weights, the copy prepared by `prepare`, decoding `source`
+/// greedily for 4 steps side by side, over the whole vocabulary and over a shortlist's rows of the
+/// output matrix: `compare` sees each step's log-probabilities [B, V] (or [B, V']).
+void decode_side_by_side(uint64_t seed, const std::function<void(Transformer&)>& prepare, const torch::Tensor& source,
+                         const Compare& compare) {
   ModelConfig config = preset("tiny");
   config.vocab_size = 50;
-  torch::manual_seed(5);
+  torch::manual_seed(seed);
   Transformer plain(config);
   plain->eval();
-  Transformer packed(config);
-  packed->eval();
+  Transformer prepared(config);
+  prepared->eval();
   {
     torch::NoGradGuard no_grad;
-    auto target = packed->named_parameters();
+    auto target = prepared->named_parameters();
     for (const auto& item : plain->named_parameters()) target[item.key()].copy_(item.value());
   }
-  packed->pack_for_inference();
+  prepare(prepared);
   torch::InferenceMode inference;
-  const auto source =
-      torch::tensor(std::vector<int64_t>{7, 8, 9, 10, kEosId, 11, 12, kEosId, kPadId, kPadId}).view({2, 5});
   auto plain_state = plain->start_decoding(plain->encode(source));
-  auto packed_state = packed->start_decoding(packed->encode(source));
-  // And over a shortlist's rows of the output matrix.
+  auto prepared_state = prepared->start_decoding(prepared->encode(source));
   auto plain_short = plain->start_decoding(plain->encode(source));
-  auto packed_short = packed->start_decoding(packed->encode(source));
+  auto prepared_short = prepared->start_decoding(prepared->encode(source));
   const auto ids = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 17, 30, 49});
   plain->restrict_output(plain_short, ids);
-  packed->restrict_output(packed_short, ids);
-  auto tokens = torch::full({2}, kBosId, torch::kLong);
+  prepared->restrict_output(prepared_short, ids);
+  auto tokens = torch::full({source.size(0)}, kBosId, torch::kLong);
   for (int step = 0; step < 4; ++step) {
-    const auto expected = plain->step(tokens, plain_state);  // [2, V]
-    EXPECT_TENSOR_NEAR(packed->step(tokens, packed_state), expected, 1e-4);
-    EXPECT_TENSOR_NEAR(packed->step(tokens, packed_short), plain->step(tokens, plain_short), 1e-4);
+    const auto expected = plain->step(tokens, plain_state);
+    compare(prepared->step(tokens, prepared_state), expected);
+    compare(prepared->step(tokens, prepared_short), plain->step(tokens, plain_short));
     tokens = expected.argmax(1);
   }
+}
+
+TEST(PackedWeight, APackedModelDecodesAsTheUnpackedOne) {
+  const auto source =
+      torch::tensor(std::vector<int64_t>{7, 8, 9, 10, kEosId, 11, 12, kEosId, kPadId, kPadId}).view({2, 5});
+  decode_side_by_side(
+      5, [](Transformer& model) { model->pack_for_inference(); }, source,
+      [](const torch::Tensor& got, const torch::Tensor& expected) { EXPECT_TENSOR_NEAR(got, expected, 1e-4); });
 }
 
 // int8 prepares the output matrix too (FBGEMM, per-row scales): next-token distributions stay
 // close to float32's, over the whole vocabulary and over a shortlist's rows.
 TEST(PackedWeight, AnInt8ModelScoresCloseToFloat32WithItsOutputMatrixQuantized) {
-  ModelConfig config = preset("tiny");
-  config.vocab_size = 50;
-  torch::manual_seed(6);
-  Transformer plain(config);
-  plain->eval();
-  Transformer quantized(config);
-  quantized->eval();
-  {
-    torch::NoGradGuard no_grad;
-    auto target = quantized->named_parameters();
-    for (const auto& item : plain->named_parameters()) target[item.key()].copy_(item.value());
-  }
-  quantized->quantize_int8();
-  quantized->pack_for_inference();  // leaves the int8 weights as they are
-  torch::InferenceMode inference;
   const auto source = torch::tensor(std::vector<int64_t>{7, 8, 9, 10, kEosId}).view({1, 5});
-  auto plain_state = plain->start_decoding(plain->encode(source));
-  auto int8_state = quantized->start_decoding(quantized->encode(source));
-  auto plain_short = plain->start_decoding(plain->encode(source));
-  auto int8_short = quantized->start_decoding(quantized->encode(source));
-  const auto ids = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 17, 30, 49});
-  plain->restrict_output(plain_short, ids);
-  quantized->restrict_output(int8_short, ids);
-  auto tokens = torch::full({1}, kBosId, torch::kLong);
-  for (int step = 0; step < 4; ++step) {
-    const auto expected = plain->step(tokens, plain_state).exp();  // [1, V]
-    const auto got = quantized->step(tokens, int8_state).exp();
-    const double error = (got - expected).abs().max().item<double>();
-    EXPECT_LT(error, 0.02) << "step " << step;
-    EXPECT_GT(error, 0.0) << "the int8 path did not run";
-    EXPECT_LT(
-        (quantized->step(tokens, int8_short).exp() - plain->step(tokens, plain_short).exp()).abs().max().item<double>(),
-        0.02);
-    tokens = expected.argmax(1);
-  }
+  decode_side_by_side(
+      6,
+      [](Transformer& model) {
+        model->quantize_int8();
+        model->pack_for_inference();  // leaves the int8 weights as they are
+      },
+      source,
+      [](const torch::Tensor& got, const torch::Tensor& expected) {
+        const double error = (got.exp() - expected.exp()).abs().max().item<double>();
+        EXPECT_LT(error, 0.02);
+        EXPECT_GT(error, 0.0) << "the int8 path did not run";
+      });
 }
 
 }  // namespace
