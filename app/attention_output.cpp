@@ -43,16 +43,6 @@ AttentionPage make_attention_page(const SentenceAttention& a, const std::string&
   return page;
 }
 
-std::string pharaoh_alignment(const std::vector<int64_t>& links) {
-  std::string text;
-  for (size_t t = 0; t < links.size(); ++t) {
-    if (links[t] < 0) continue;
-    if (!text.empty()) text += ' ';
-    text += std::to_string(links[t]) + "-" + std::to_string(t);
-  }
-  return text;
-}
-
 AttentionPages::AttentionPages(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code error;
   std::filesystem::create_directories(dir_, error);

@@ -32,8 +32,4 @@ class AttentionPages {
 AttentionPage make_attention_page(const SentenceAttention& attention, const std::string& title,
                                   const std::string& source, const std::string& translation);
 
-/// Word alignment in the Pharaoh format Marian and fairseq print: "source-target" pairs of
-/// subword positions, 0-based ("0-0 1-2 2-1").
-std::string pharaoh_alignment(const std::vector<int64_t>& links);
-
 }  // namespace tfm

@@ -16,6 +16,7 @@
 #include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
+#include "decode/attention_probe.h"
 #include "text/line_stream.h"
 #include "translation/translator.h"
 

@@ -1,6 +1,7 @@
 #include "decode/attention_probe.h"
 
 #include <algorithm>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -57,6 +58,16 @@ std::vector<int64_t> hard_alignment(const AttentionMaps& maps, int64_t layer) {
   const auto best = soft.argmax(1);
   for (int64_t t = 0; t < soft.size(0); ++t) links[static_cast<size_t>(t)] = best[t].item<int64_t>();
   return links;
+}
+
+std::string pharaoh_alignment(const std::vector<int64_t>& links) {
+  std::string text;
+  for (size_t t = 0; t < links.size(); ++t) {
+    if (links[t] < 0) continue;
+    if (!text.empty()) text += ' ';
+    text += std::to_string(links[t]) + "-" + std::to_string(t);
+  }
+  return text;
 }
 
 }  // namespace tfm

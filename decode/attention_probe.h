@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -29,5 +30,9 @@ torch::Tensor soft_alignment(const AttentionMaps& maps, int64_t layer);
 /// For each hypothesis subword, the source subword it attends to most in soft_alignment (the
 /// alignment fairseq's --print-alignment and Marian's --alignment hard print); -1 for an empty source.
 std::vector<int64_t> hard_alignment(const AttentionMaps& maps, int64_t layer);
+
+/// Word alignment in the Pharaoh format Marian and fairseq print: "source-target" pairs of
+/// subword positions, 0-based ("0-0 1-2 2-1").
+std::string pharaoh_alignment(const std::vector<int64_t>& links);
 
 }  // namespace tfm

@@ -132,19 +132,41 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
   source_limit_ = options_.max_source_len;
   for (const auto& model : models_) {
     const ModelConfig& config = model->config();
-    if (config.positions != PositionEncoding::kLearned) continue;
-    source_limit_ = std::min(source_limit_, config.max_positions - 1);
-    const int64_t limit = options_.search.max_len_limit;
-    options_.search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
+    if (config.positions == PositionEncoding::kLearned)
+      source_limit_ = std::min(source_limit_, config.max_positions - 1);
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
+  options_.search = within_position_limit(options_.search);
   if (!shortlist_.empty()) shortlist_.check_vocabulary(vocab_size());
   search_ = make_search_strategy(options_.search);
+}
+
+SearchOptions IdTranslator::within_position_limit(SearchOptions search) const {
+  for (const auto& model : models_) {
+    const ModelConfig& config = model->config();
+    if (config.positions != PositionEncoding::kLearned) continue;
+    const int64_t limit = search.max_len_limit;
+    search.max_len_limit = limit > 0 ? std::min(limit, config.max_positions) : config.max_positions;
+  }
+  return search;
 }
 
 int64_t IdTranslator::vocab_size() const { return models_.front()->config().vocab_size; }
 
 std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources) {
+  return translate_with(std::move(sources), *search_, options_.search.beam);
+}
+
+std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources,
+                                                   const SearchOptions& search) {
+  const SearchOptions limited = within_position_limit(search);
+  validate(limited);
+  const auto strategy = make_search_strategy(limited);
+  return translate_with(std::move(sources), *strategy, limited.beam);
+}
+
+std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<int64_t>> sources,
+                                                        SearchStrategy& search, int64_t beam) {
   torch::InferenceMode inference;
   const EvalModeGuard eval_mode(models_);
   std::vector<IdTranslation> out(sources.size());
@@ -159,7 +181,7 @@ std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64
   // Longest first: similar lengths share a batch, and the largest batch shows memory trouble early.
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, out);
+  for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, search, beam, out);
   for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
   return out;
 }
@@ -171,7 +193,7 @@ AttentionMaps IdTranslator::attention(const std::vector<int64_t>& source_ids,
 }
 
 void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
-                                   std::vector<IdTranslation>& out) {
+                                   SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out) {
   const auto batch = static_cast<int64_t>(rows.size());
   int64_t longest = 0;
   for (const size_t row : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(sources[row].size()) + 1);
@@ -187,11 +209,11 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
   auto scorer = make_scorer(models_, shortlist_);
   const auto describe_batch = [&] {
     return "a batch of " + std::to_string(batch) + " sentences of up to " + std::to_string(longest) +
-           " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " +
-           std::to_string(options_.search.beam) + ")";
+           " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " + std::to_string(beam) +
+           ")";
   };
   auto results = naming_batch_on_out_of_memory(describe_batch,
-                                               [&] { return search_->search(*scorer, source.to(device_), lengths); });
+                                               [&] { return search.search(*scorer, source.to(device_), lengths); });
   for (int64_t b = 0; b < batch; ++b) {
     if (!results[b].empty()) target_tokens_ += static_cast<int64_t>(results[b].front().tokens.size());
     out[rows[b]].nbest = std::move(results[b]);

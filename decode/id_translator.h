@@ -49,6 +49,12 @@ class IdTranslator {
 
   /// One IdTranslation per source (subword ids without </s>), in the order given.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources);
+  /// The same with other search settings for this call only (a server's per-request beam, length
+  /// penalty or n-best): the batching, precision and models stay the translator's.
+  /// std::invalid_argument for invalid settings.
+  std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources, const SearchOptions& search);
+  /// The search settings translate() uses (after the models' position limits).
+  const SearchOptions& search_options() const { return options_.search; }
 
   /// The first model's attention (an ensemble's members each have their own) over a source and
   /// one of its hypotheses (ids without </s>), as it computed them decoding.
@@ -61,8 +67,12 @@ class IdTranslator {
   int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
 
  private:
+  std::vector<IdTranslation> translate_with(std::vector<std::vector<int64_t>> sources, SearchStrategy& search,
+                                            int64_t beam);
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
-                       std::vector<IdTranslation>& out);
+                       SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out);
+  /// `search` limited to the longest output the models can position.
+  SearchOptions within_position_limit(SearchOptions search) const;
 
   std::vector<Transformer> models_;
   Shortlist shortlist_;

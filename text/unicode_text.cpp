@@ -66,6 +66,23 @@ bool is_valid_utf8(const std::string& text, size_t* bad_offset) {
   return true;
 }
 
+std::string replace_invalid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  char32_t c = 0;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = decode_one(text, i, &c);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for the one byte that cannot start a character here
+      ++i;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
 void check_utf8(const std::string& line, const std::string& where) {
   size_t bad = 0;
   if (!is_valid_utf8(line, &bad)) {

@@ -11,6 +11,10 @@ namespace tfm {
 /// forms, no surrogates, nothing above U+10FFFF). On failure `bad_offset` is the first bad byte.
 bool is_valid_utf8(const std::string& text, size_t* bad_offset = nullptr);
 
+/// `text` with every byte that is not part of a well-formed character replaced by U+FFFD (one
+/// per byte), as a server must before it can put untrusted text into JSON.
+std::string replace_invalid_utf8(const std::string& text);
+
 /// Throws std::runtime_error "<where>: not valid UTF-8 (byte N of the line); ..." when `line` is not
 /// well-formed UTF-8. `where` names the file and line ("corpus.de:17"). Every text reader calls this.
 void check_utf8(const std::string& line, const std::string& where);

@@ -35,18 +35,23 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
   sources.reserve(lines.size());
   for (const auto& line : lines) sources.push_back(tokenizer_.encode(line));
   std::vector<IdTranslation> translated = ids_.translate(std::move(sources));
-  std::vector<Translation> out(translated.size());
-  for (size_t i = 0; i < translated.size(); ++i) {
-    out[i].truncated = translated[i].truncated;
-    out[i].source_ids = std::move(translated[i].source_ids);
-    for (auto& hypothesis : translated[i].nbest) {
-      Candidate candidate;
-      candidate.text = tokenizer_.decode(hypothesis.tokens);
-      for (const int64_t id : hypothesis.tokens) candidate.pieces.push_back(tokenizer_.id_to_piece(id));
-      candidate.ids = std::move(hypothesis.tokens);
-      candidate.score = hypothesis.score;
-      out[i].nbest.push_back(std::move(candidate));
-    }
+  std::vector<Translation> out;
+  out.reserve(translated.size());
+  for (auto& sentence : translated) out.push_back(to_text(tokenizer_, std::move(sentence)));
+  return out;
+}
+
+Translation to_text(const Tokenizer& tokenizer, IdTranslation translated) {
+  Translation out;
+  out.truncated = translated.truncated;
+  out.source_ids = std::move(translated.source_ids);
+  for (auto& hypothesis : translated.nbest) {
+    Candidate candidate;
+    candidate.text = tokenizer.decode(hypothesis.tokens);
+    for (const int64_t id : hypothesis.tokens) candidate.pieces.push_back(tokenizer.id_to_piece(id));
+    candidate.ids = std::move(hypothesis.tokens);
+    candidate.score = hypothesis.score;
+    out.nbest.push_back(std::move(candidate));
   }
   return out;
 }

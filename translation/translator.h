@@ -42,6 +42,9 @@ struct SentenceAttention {
 SentenceAttention labelled_attention(const Tokenizer& tokenizer, const std::vector<int64_t>& source_ids,
                                      const std::vector<int64_t>& hypothesis_ids, AttentionMaps maps);
 
+/// `translated` in text: each candidate detokenized, with its subwords.
+Translation to_text(const Tokenizer& tokenizer, IdTranslation translated);
+
 /// Raw text in, detokenized text out: tokenizes each line, translates the ids (IdTranslator:
 /// batching by tokens, search, input order restored) and detokenizes every candidate.
 class Translator {
@@ -56,6 +59,10 @@ class Translator {
   /// The attention weights of the first model (an ensemble's members each have their own) over
   /// a translated line's candidate, as it computes them for that hypothesis.
   SentenceAttention attention(const Translation& translation, size_t candidate = 0);
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  /// The id-level translator underneath (a server batches ids from many requests through it).
+  IdTranslator& ids() { return ids_; }
 
   int64_t target_tokens() const { return ids_.target_tokens(); }  // subwords produced so far (best hypotheses)
   /// The longest input read, in subwords (IdTranslator::source_limit).

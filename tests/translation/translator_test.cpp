@@ -161,6 +161,33 @@ TEST(Translator, SmallBatchesGiveTheSameOutputsInOrder) {
   for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(single.translate({lines[i]})[0].text(), together[i].text());
 }
 
+TEST(Translator, SearchSettingsForOneCallEqualATranslatorBuiltWithThem) {
+  Fixture f;
+  const std::vector<std::string> lines = {"one two three", "drei Katzen und zwei Hunde .", ""};
+  auto other = short_outputs();
+  other.search.beam = 2;
+  other.search.nbest = 2;
+  other.search.length_penalty = 0.6;
+  Translator built({f.model}, f.tokenizer, other, torch::kCPU);
+  Translator server({f.model}, f.tokenizer, short_outputs(), torch::kCPU);
+  std::vector<std::vector<int64_t>> sources;
+  for (const auto& line : lines) sources.push_back(f.tokenizer.encode(line));
+  const auto expected = built.ids().translate(sources);
+  const auto per_call = server.ids().translate(sources, other.search);
+  const auto as_built = server.ids().translate(sources);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    ASSERT_EQ(per_call[i].nbest.size(), expected[i].nbest.size()) << i;
+    for (size_t c = 0; c < expected[i].nbest.size(); ++c) {
+      EXPECT_EQ(per_call[i].nbest[c].tokens, expected[i].nbest[c].tokens) << i << " " << c;
+      EXPECT_EQ(per_call[i].nbest[c].score, expected[i].nbest[c].score) << i << " " << c;
+    }
+    // The translator's own settings are untouched by the call: one hypothesis each.
+    EXPECT_LE(as_built[i].nbest.size(), 1u);
+  }
+  other.search.nbest = 3;  // more than the beam
+  EXPECT_THROW(server.ids().translate(sources, other.search), std::invalid_argument);
+}
+
 TEST(Translator, EnsembleOfOneModelTwiceEqualsTheModel) {
   Fixture f;
   const std::vector<std::string> lines = {"one two three", "drei Katzen"};
