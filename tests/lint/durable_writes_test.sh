@@ -5,7 +5,7 @@
 set -u
 src=${1:?usage: $0 SOURCE_DIR}
 cd "$src" || exit 1
-layers=(app data decode dist metrics model runtime text tokenizer train translation viz)
+layers=(app data decode dist metrics model runtime serve text tokenizer train translation viz)
 found=$(grep -nE '\b(std::)?(rename|fsync|fdatasync)\s*\(|fs::rename|filesystem::rename' \
   --include='*.cpp' --include='*.h' -r "${layers[@]}" | grep -v '^runtime/durable_file\.cpp:')
 if [ -n "$found" ]; then

@@ -1,0 +1,159 @@
+#include "serve/batching_queue.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace tfm {
+
+bool PendingJob::wait_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (done_.wait_until(lock, deadline, [&] { return missing_ == 0; })) return true;
+  cancelled_ = true;
+  return false;
+}
+
+std::exception_ptr PendingJob::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+BatchingQueue::BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer)
+    : decode_(std::move(decode)), options_(options), observer_(std::move(observer)) {}
+
+BatchingQueue::Arrival::Arrival(BatchingQueue& queue) : queue_(queue) {
+  std::lock_guard<std::mutex> lock(queue_.mutex_);
+  ++queue_.arriving_;
+}
+
+BatchingQueue::Arrival::~Arrival() {
+  {
+    std::lock_guard<std::mutex> lock(queue_.mutex_);
+    --queue_.arriving_;
+  }
+  queue_.changed_.notify_all();
+}
+
+std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job) {
+  auto pending = std::make_shared<PendingJob>(job.sources.size());
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw QueueFull("the server is shutting down");
+    if (static_cast<int64_t>(queue_.size() + job.sources.size()) > options_.max_queue_sentences) {
+      throw QueueFull("the queue is full (" + std::to_string(queue_.size()) + " sentences waiting, at most " +
+                      std::to_string(options_.max_queue_sentences) + ")");
+    }
+    for (size_t i = 0; i < job.sources.size(); ++i) {
+      const auto tokens = static_cast<int64_t>(job.sources[i].size()) + 1;
+      queue_.push_back({pending, i, job.lane, tokens, job.alignment, std::move(job.sources[i]), now});
+    }
+  }
+  changed_.notify_all();
+  return pending;
+}
+
+size_t BatchingQueue::queued_sentences() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
+void BatchingQueue::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+}
+
+void BatchingQueue::drop_cancelled() {
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [](const Item& item) {
+                                std::lock_guard<std::mutex> lock(item.job->mutex_);
+                                return item.job->cancelled_;
+                              }),
+               queue_.end());
+}
+
+int64_t BatchingQueue::lane_tokens(size_t lane) const {
+  int64_t tokens = 0;
+  for (const auto& item : queue_) {
+    if (item.lane == lane) tokens += item.tokens;
+    if (tokens >= options_.max_tokens) break;
+  }
+  return tokens;
+}
+
+void BatchingQueue::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    drop_cancelled();
+    if (queue_.empty()) {
+      if (stopping_) return;  // everything queued has been decoded
+      continue;
+    }
+    auto batch = take_batch(lock);
+    if (batch.empty()) continue;
+    lock.unlock();
+    decode(std::move(batch));
+    lock.lock();
+  }
+}
+
+std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock) {
+  // Wait for company only while more requests are on their way and the batch is not full.
+  const size_t first_lane = queue_.front().lane;
+  changed_.wait_until(lock, queue_.front().arrived + options_.batch_wait, [&] {
+    return stopping_ || arriving_ == 0 || queue_.empty() || lane_tokens(first_lane) >= options_.max_tokens;
+  });
+  drop_cancelled();
+  std::vector<Item> batch;
+  if (queue_.empty()) return batch;
+  const size_t lane = queue_.front().lane;
+  int64_t tokens = 0;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->lane != lane) {
+      ++it;
+      continue;
+    }
+    if (!batch.empty() && tokens + it->tokens > options_.max_tokens) break;
+    tokens += it->tokens;
+    batch.push_back(std::move(*it));
+    it = queue_.erase(it);
+  }
+  return batch;
+}
+
+void BatchingQueue::decode(std::vector<Item> batch) {
+  std::vector<std::vector<int64_t>> sources;
+  std::vector<bool> alignment;
+  for (auto& item : batch) {
+    sources.push_back(std::move(item.source));
+    alignment.push_back(item.alignment);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<SentenceResult> results;
+  std::exception_ptr error;
+  try {
+    results = decode_(batch.front().lane, std::move(sources), alignment);
+    if (results.size() != batch.size()) throw std::logic_error("a batch decoded into the wrong number of results");
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (observer_) {
+    observer_({batch.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingJob& job = *batch[i].job;
+    std::lock_guard<std::mutex> lock(job.mutex_);
+    if (error) {
+      if (!job.error_) job.error_ = error;
+    } else {
+      job.results_[batch[i].index] = std::move(results[i]);
+    }
+    if (--job.missing_ == 0) job.done_.notify_all();
+  }
+}
+
+}  // namespace tfm

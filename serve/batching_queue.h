@@ -1,0 +1,139 @@
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "decode/id_translator.h"
+
+namespace tfm {
+
+/// One sentence's result from the decoding thread.
+struct SentenceResult {
+  IdTranslation translation;
+  std::vector<int64_t> alignment;  // hard alignment of the best hypothesis, when asked for
+};
+
+/// What one request hands the queue: its sentences as ids, all for one lane. A lane is one way of
+/// decoding (a model and its search settings): only sentences of one lane share a batch.
+struct DecodeJob {
+  size_t lane = 0;
+  std::vector<std::vector<int64_t>> sources;
+  bool alignment = false;
+};
+
+/// A submitted job: its results arrive as the batches holding its sentences finish.
+class PendingJob {
+ public:
+  explicit PendingJob(size_t sentences) : results_(sentences), missing_(sentences) {}
+  /// Waits until every sentence is decoded (true) or `deadline` passes (false: the job is then
+  /// cancelled, so sentences not yet in a batch are never decoded).
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
+  /// The results, in the job's order; valid once wait_until returned true.
+  std::vector<SentenceResult>& results() { return results_; }
+  /// The decoding error that ended the job, if any (rethrown by the caller).
+  std::exception_ptr error() const;
+
+ private:
+  friend class BatchingQueue;
+  std::vector<SentenceResult> results_;
+  size_t missing_;
+  bool cancelled_ = false;
+  std::exception_ptr error_;
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+};
+
+/// Thrown by submit() when the queue holds --max-queue-sentences already.
+class QueueFull : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct BatchingOptions {
+  int64_t max_tokens = 6000;                   // source tokens (with eos) taken into one batch
+  std::chrono::microseconds batch_wait{5000};  // the longest a batch waits to fill
+  int64_t max_queue_sentences = 10000;         // sentences waiting at most; more is QueueFull
+};
+
+/// What the decoding thread reports of each batch (for /metrics).
+struct BatchReport {
+  size_t sentences = 0;
+  double seconds = 0.0;
+};
+
+/// Batching across requests: requests queue their sentences; the decoding thread (the one in run())
+/// takes the oldest
+/// sentence's lane and as many queued sentences of that lane as fit in max_tokens, decodes them
+/// together, and hands each request its results as soon as its last sentence is done. A batch
+/// waits (up to batch_wait after its oldest sentence arrived) only while other requests are
+/// arriving (announced with Arrival), so a lone client never pays for the wait.
+class BatchingQueue {
+ public:
+  /// Decodes one batch of one lane: sources as ids, `alignment[i]` whether sentence i wants its
+  /// hard alignment. Returns one result per source, in order. Runs on the decoding thread only.
+  using Decode = std::function<std::vector<SentenceResult>(size_t lane, std::vector<std::vector<int64_t>> sources,
+                                                           const std::vector<bool>& alignment)>;
+  using Observer = std::function<void(const BatchReport&)>;
+
+  BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer = {});
+  BatchingQueue(const BatchingQueue&) = delete;
+  BatchingQueue& operator=(const BatchingQueue&) = delete;
+
+  /// A request on its way to submit(): while any is alive, a batch that is not full may wait.
+  class Arrival {
+   public:
+    explicit Arrival(BatchingQueue& queue);
+    ~Arrival();
+    Arrival(const Arrival&) = delete;
+    Arrival& operator=(const Arrival&) = delete;
+
+   private:
+    BatchingQueue& queue_;
+  };
+
+  /// Queues `job`'s sentences. Throws QueueFull when they do not fit within max_queue_sentences.
+  std::shared_ptr<PendingJob> submit(DecodeJob job);
+  /// Sentences queued and not yet taken into a batch.
+  size_t queued_sentences() const;
+  /// Decodes batches on the calling thread until finish() was called and nothing is queued. The
+  /// process's main thread should call it: LibTorch's OpenMP threads belong to the thread that
+  /// starts them, and a second team on the same cores makes each team stop spinning and sleep
+  /// between parallel regions (decoding ran 2.5x slower in a thread of its own).
+  void run();
+  /// Lets run() return once the queue is empty; later submits throw QueueFull.
+  void finish();
+
+ private:
+  struct Item {
+    std::shared_ptr<PendingJob> job;
+    size_t index;  // the sentence within its job
+    size_t lane;
+    int64_t tokens;  // source subwords + eos
+    bool alignment;
+    std::vector<int64_t> source;
+    std::chrono::steady_clock::time_point arrived;
+  };
+
+  std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock);
+  void decode(std::vector<Item> batch);
+  int64_t lane_tokens(size_t lane) const;
+  void drop_cancelled();
+
+  Decode decode_;
+  BatchingOptions options_;
+  Observer observer_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Item> queue_;
+  int arriving_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace tfm

@@ -1,0 +1,121 @@
+#include "serve/served_models.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "decode/attention_probe.h"
+
+namespace tfm {
+namespace {
+
+bool same_search(const SearchOptions& a, const SearchOptions& b) {
+  return a.beam == b.beam && a.nbest == b.nbest && a.length_penalty == b.length_penalty && a.max_len_a == b.max_len_a &&
+         a.max_len_b == b.max_len_b && a.max_len_limit == b.max_len_limit && a.min_len == b.min_len &&
+         a.unk_penalty == b.unk_penalty && a.no_repeat_ngram == b.no_repeat_ngram && a.early_stop == b.early_stop &&
+         a.sampling.enabled == b.sampling.enabled && a.sampling.top_k == b.sampling.top_k &&
+         a.sampling.top_p == b.sampling.top_p && a.sampling.temperature == b.sampling.temperature &&
+         a.sampling.seed == b.sampling.seed;
+}
+
+// The cross-attention layer alignments come from: the last but one, as `tfm translate --alignment`.
+constexpr int64_t kAlignmentLayer = -2;
+
+}  // namespace
+
+ServedModels::ServedModels(std::vector<ServedModel> models) : models_(std::move(models)) {
+  if (models_.empty()) throw std::invalid_argument("no model to serve (--model)");
+  std::set<std::string> names;
+  for (const auto& served : models_) {
+    if (served.source.empty() && models_.size() > 1) {
+      throw std::invalid_argument(
+          "--model without a language pair: with several models, name each pair "
+          "(--model en-de=FILE)");
+    }
+    if (!names.insert(served.name()).second) {
+      throw std::invalid_argument("--model: the pair " + served.name() + " is served twice");
+    }
+  }
+  for (size_t m = 0; m < models_.size(); ++m) lanes_.push_back({m, defaults(m), true});
+}
+
+std::optional<size_t> ServedModels::find(const std::string& source, const std::string& target) const {
+  if (models_.size() == 1 && models_.front().source.empty()) return 0;
+  std::optional<size_t> found;
+  for (size_t m = 0; m < models_.size(); ++m) {
+    if (models_[m].target != target) continue;
+    if (models_[m].source == source) return m;
+    if (source == "auto" || source.empty()) {
+      if (found) return std::nullopt;  // two models translate into `target`: the source must be named
+      found = m;
+    }
+  }
+  return found;
+}
+
+const SearchOptions& ServedModels::defaults(size_t model) const {
+  return models_[model].translator->ids().search_options();
+}
+
+size_t ServedModels::lane(size_t model, const SearchOptions& search) {
+  std::lock_guard<std::mutex> lock(lanes_mutex_);
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    if (lanes_[l].model == model && same_search(lanes_[l].search, search)) return l;
+  }
+  lanes_.push_back({model, search, false});
+  return lanes_.size() - 1;
+}
+
+ServedModels::Lane ServedModels::lane_at(size_t lane) const {
+  std::lock_guard<std::mutex> lock(lanes_mutex_);
+  return lanes_.at(lane);
+}
+
+size_t ServedModels::lane_model(size_t lane) const { return lane_at(lane).model; }
+
+std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::vector<int64_t>> sources,
+                                                 const std::vector<bool>& alignment) {
+  const Lane chosen = lane_at(lane);
+  IdTranslator& ids = models_[chosen.model].translator->ids();
+  // The default lane keeps the translator's own search (a sampling stream goes on across batches).
+  auto translated =
+      chosen.is_default ? ids.translate(std::move(sources)) : ids.translate(std::move(sources), chosen.search);
+  std::vector<SentenceResult> results(translated.size());
+  for (size_t i = 0; i < translated.size(); ++i) {
+    if (alignment[i] && !translated[i].nbest.empty()) {
+      const auto& source = translated[i].source_ids;
+      results[i].alignment = hard_alignment(ids.attention(source, translated[i].nbest.front().tokens), kAlignmentLayer);
+    }
+    results[i].translation = std::move(translated[i]);
+  }
+  return results;
+}
+
+std::string ServedModels::languages_json() const {
+  std::map<std::string, std::set<std::string>> targets;
+  for (const auto& served : models_) {
+    // A model served without a pair answers any: LibreTranslate's clients see it as "auto".
+    const std::string source = served.source.empty() ? "auto" : served.source;
+    targets[source].insert(served.source.empty() ? "auto" : served.target);
+  }
+  auto languages = nlohmann::json::array();
+  for (const auto& [code, to] : targets) {
+    languages.push_back({{"code", code}, {"name", language_name(code)}, {"targets", to}});
+  }
+  return languages.dump();
+}
+
+std::string language_name(const std::string& code) {
+  static const std::map<std::string, std::string> names = {
+      {"ar", "Arabic"},  {"auto", "Any"},    {"cs", "Czech"},     {"de", "German"},     {"en", "English"},
+      {"es", "Spanish"}, {"et", "Estonian"}, {"fi", "Finnish"},   {"fr", "French"},     {"hi", "Hindi"},
+      {"it", "Italian"}, {"ja", "Japanese"}, {"kk", "Kazakh"},    {"ko", "Korean"},     {"lt", "Lithuanian"},
+      {"lv", "Latvian"}, {"nl", "Dutch"},    {"pl", "Polish"},    {"pt", "Portuguese"}, {"ro", "Romanian"},
+      {"ru", "Russian"}, {"tr", "Turkish"},  {"uk", "Ukrainian"}, {"zh", "Chinese"}};
+  const auto it = names.find(code);
+  return it == names.end() ? code : it->second;
+}
+
+}  // namespace tfm

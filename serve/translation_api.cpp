@@ -1,0 +1,139 @@
+#include "serve/translation_api.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "decode/attention_probe.h"
+
+namespace tfm {
+
+TranslationApi::TranslationApi(ServedModels& models, BatchingQueue& queue, ServerMetrics& metrics, ApiLimits limits)
+    : models_(models), queue_(queue), metrics_(metrics), limits_(std::move(limits)) {}
+
+void TranslationApi::check_key(const std::string& body_key, const std::string& header_key) const {
+  if (limits_.api_keys.empty()) return;
+  for (const auto& key : {body_key, header_key}) {
+    if (!key.empty() && std::find(limits_.api_keys.begin(), limits_.api_keys.end(), key) != limits_.api_keys.end()) {
+      return;
+    }
+  }
+  throw ApiError(403, body_key.empty() && header_key.empty() ? "an API key is required (\"api_key\")"
+                                                             : "the API key is not valid");
+}
+
+size_t TranslationApi::find_model(const std::string& source, const std::string& target) const {
+  const auto model = models_.find(source, target);
+  if (!model) {
+    throw ApiError(400, "no model for source \"" + source + "\" and target \"" + target + "\" (GET /languages)");
+  }
+  return *model;
+}
+
+void TranslationApi::check_count(size_t sentences) const {
+  if (static_cast<int64_t>(sentences) > limits_.max_sentences_per_request) {
+    throw ApiError(413, std::to_string(sentences) + " sentences in one request, more than the " +
+                            std::to_string(limits_.max_sentences_per_request) + " this server takes");
+  }
+}
+
+std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t lane,
+                                                         const std::vector<std::string>& sentences, bool alignment,
+                                                         std::chrono::steady_clock::time_point arrived,
+                                                         std::optional<BatchingQueue::Arrival>& arrival) {
+  const Tokenizer& tokenizer = models_.model(model).translator->tokenizer();
+  DecodeJob job{lane, {}, alignment};
+  for (const auto& sentence : sentences) job.sources.push_back(tokenizer.encode(sentence));
+  std::shared_ptr<PendingJob> pending;
+  try {
+    pending = queue_.submit(std::move(job));
+  } catch (const QueueFull& full) {
+    throw ApiError(503, std::string(full.what()) + "; try again shortly", 1);
+  }
+  arrival.reset();
+  if (!pending->wait_until(arrived + limits_.request_timeout)) {
+    throw ApiError(504, "not translated within the server's request timeout (" +
+                            std::to_string(limits_.request_timeout.count()) + " ms)");
+  }
+  if (pending->error()) std::rethrow_exception(pending->error());
+  std::vector<Decoded> out;
+  for (auto& result : pending->results()) {
+    out.push_back({to_text(tokenizer, std::move(result.translation)), std::move(result.alignment)});
+  }
+  metrics_.sentences_translated(static_cast<int64_t>(out.size()));
+  return out;
+}
+
+std::string TranslationApi::translate_libre(const RequestBody& request, const std::string& header_key,
+                                            std::chrono::steady_clock::time_point arrived, int64_t& sentences) {
+  std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
+  const LibreRequest parsed = parse_libre_request(request);
+  check_key(parsed.api_key, header_key);
+  const size_t model = find_model(parsed.source, parsed.target);
+  check_count(parsed.q.size());
+  SearchOptions search = models_.defaults(model);
+  if (parsed.alternatives > 0) {
+    if (parsed.alternatives + 1 > limits_.max_beam) {
+      throw ApiError(400, "\"alternatives\" may be at most " + std::to_string(limits_.max_beam - 1));
+    }
+    search.nbest = parsed.alternatives + 1;
+    search.beam = std::max(search.beam, search.nbest);
+  }
+  auto decoded = run(model, models_.lane(model, search), parsed.q, false, arrived, arrival);
+  sentences = static_cast<int64_t>(decoded.size());
+  nlohmann::json texts = nlohmann::json::array();
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const auto& sentence : decoded) {
+    texts.push_back(sentence.translation.text());
+    nlohmann::json others = nlohmann::json::array();
+    for (size_t c = 1; c < sentence.translation.nbest.size(); ++c) others.push_back(sentence.translation.nbest[c].text);
+    alternatives.push_back(std::move(others));
+  }
+  nlohmann::json answer;
+  answer["translatedText"] = parsed.q_is_array ? texts : texts.front();
+  if (parsed.alternatives > 0) answer["alternatives"] = parsed.q_is_array ? alternatives : alternatives.front();
+  return dump_json(answer);
+}
+
+std::string TranslationApi::translate_v1(const RequestBody& request, const std::string& header_key,
+                                         std::chrono::steady_clock::time_point arrived, int64_t& sentences) {
+  std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
+  const ApiRequest parsed = parse_api_request(request);
+  check_key(parsed.api_key, header_key);
+  const size_t model = find_model(parsed.source, parsed.target);
+  check_count(parsed.text.size());
+  SearchOptions search = models_.defaults(model);
+  search.beam = parsed.beam.value_or(search.beam);
+  search.nbest = parsed.nbest.value_or(std::min(search.nbest, search.beam));
+  search.length_penalty = parsed.length_penalty.value_or(search.length_penalty);
+  if (search.beam < 1 || search.beam > limits_.max_beam) {
+    throw ApiError(400, "\"beam\" must be within 1 and " + std::to_string(limits_.max_beam));
+  }
+  if (search.nbest < 1 || search.nbest > search.beam) throw ApiError(400, "\"nbest\" must be within 1 and the beam");
+  if (!(search.length_penalty >= 0.0 && search.length_penalty <= 10.0)) {
+    throw ApiError(400, "\"length_penalty\" must be within 0 and 10");
+  }
+  auto decoded = run(model, models_.lane(model, search), parsed.text, parsed.alignment, arrived, arrival);
+  sentences = static_cast<int64_t>(decoded.size());
+  nlohmann::json translations = nlohmann::json::array();
+  for (const auto& sentence : decoded) {
+    const Translation& t = sentence.translation;
+    nlohmann::json record = {{"translation", t.text()}};
+    if (!t.nbest.empty()) {
+      record["score"] = t.nbest.front().score;
+      record["tokens"] = t.nbest.front().pieces;
+    }
+    if (t.truncated) record["truncated"] = true;
+    if (parsed.alignment) record["alignment"] = pharaoh_alignment(sentence.alignment);
+    if (search.nbest > 1) {
+      record["nbest"] = nlohmann::json::array();
+      for (const auto& c : t.nbest) {
+        record["nbest"].push_back({{"translation", c.text}, {"score", c.score}, {"tokens", c.pieces}});
+      }
+    }
+    translations.push_back(std::move(record));
+  }
+  return dump_json({{"model", models_.model(model).name()}, {"translations", std::move(translations)}});
+}
+
+}  // namespace tfm

@@ -1,0 +1,12 @@
+#pragma once
+#include <string>
+
+namespace tfm {
+
+/// GET /: a page where a person types text, picks the language pair and reads the translation.
+/// Self-contained (inline style and script, nothing from the network); it calls /languages and
+/// /translate. `?q=TEXT&source=xx&target=yy` fills the form and translates at once (how the
+/// headless-browser test drives it).
+const std::string& web_page();
+
+}  // namespace tfm
