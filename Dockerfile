@@ -14,4 +14,6 @@ ARG TORCH_VARIANT=cpu
 RUN TFM_TORCH_VARIANT=${TORCH_VARIANT} scripts/bootstrap
 COPY . .
 RUN scripts/build && scripts/test
+# `tfm serve` inside: docker run -p 8080:8080 -v $PWD:/models tfm serve --model /models/avg.pt --host 0.0.0.0
+EXPOSE 8080
 ENTRYPOINT ["/src/tfm/build/tfm"]

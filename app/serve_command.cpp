@@ -11,6 +11,7 @@
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "app/stop_signal.h"
+#include "runtime/allocator.h"
 #include "serve/http_server.h"
 #include "serve/served_models.h"
 
@@ -22,6 +23,7 @@ struct ServeCommandOptions {
   ServeOptions server;
   double batch_wait_ms = 5.0;
   double request_timeout = 30.0;  // seconds
+  int64_t read_timeout = 5;       // seconds
   std::vector<std::string> api_keys;
   std::string api_key_file;
   int64_t max_queue_sentences = 10000;
@@ -68,6 +70,7 @@ void validate(const ServeCommandOptions& o) {
     throw std::invalid_argument("--max-queue-sentences must be >= --max-sentences-per-request");
   }
   if (o.server.http_threads < 1) throw std::invalid_argument("--http-threads must be >= 1");
+  if (o.read_timeout < 1) throw std::invalid_argument("--read-timeout must be >= 1 second");
   if (o.server.limits.max_beam < 1) throw std::invalid_argument("--max-beam must be >= 1");
 }
 
@@ -81,6 +84,7 @@ void run_serve(ServeCommandOptions o) {
   o.server.batching.batch_wait = std::chrono::microseconds(static_cast<int64_t>(o.batch_wait_ms * 1000));
   o.server.batching.max_queue_sentences = o.max_queue_sentences;
   o.server.limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
+  o.server.read_timeout = std::chrono::seconds(o.read_timeout);
   std::vector<ServedModel> served;
   for (const auto& spec : o.models) {
     ModelSpec parsed = parse_model_spec(spec);
@@ -88,6 +92,10 @@ void run_serve(ServeCommandOptions o) {
                       std::make_unique<Translator>(open_translator({parsed.path}, o.decoding, o.runtime))});
   }
   ServedModels models(std::move(served));
+  release_free_memory();
+  // A server's batches change shape with its load: freed pages go back after a second instead of
+  // each size class keeping its peak (BENCHMARKS.md, tfm serve).
+  return_freed_memory_after(1000);
   TranslationServer server(models, o.server);
   StopSignal signals;
   const int port = server.bind();
@@ -142,6 +150,10 @@ void add_serve_command(CLI::App& app, CommandAction& action) {
                   "Requests must carry this key (api_key, or Authorization: Bearer); "
                   "repeat for several");
   cmd->add_option("--api-key-file", o.api_key_file, "File of API keys, one per line (# comments)");
+  cmd->add_option("--read-timeout", o.read_timeout,
+                  "Seconds a client may stay silent mid-request (or idle between requests) before its "
+                  "connection is closed")
+      ->capture_default_str();
   cmd->add_option("--http-threads", o.server.http_threads,
                   "Connections served at once (each waits on its request, not on a core)")
       ->capture_default_str();

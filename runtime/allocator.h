@@ -9,4 +9,10 @@ namespace tfm {
 /// Without jemalloc it does nothing. Returns whether memory was released.
 bool release_free_memory();
 
+/// Lets jemalloc hand pages freed `milliseconds` ago back to the OS from now on, in every arena (a
+/// server whose batches change shape with its load: with decay off each size class keeps its own
+/// peak, and the process holds the union of them). Without jemalloc it does nothing; returns
+/// whether the setting took.
+bool return_freed_memory_after(long milliseconds);
+
 }  // namespace tfm

@@ -101,11 +101,24 @@ void BatchingQueue::run() {
   }
 }
 
+size_t BatchingQueue::lane_requests(size_t lane) const {
+  std::vector<const PendingJob*> jobs;
+  for (const auto& item : queue_) {
+    if (item.lane == lane && std::find(jobs.begin(), jobs.end(), item.job.get()) == jobs.end()) {
+      jobs.push_back(item.job.get());
+    }
+  }
+  return jobs.size();
+}
+
 std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock) {
-  // Wait for company only while more requests are on their way and the batch is not full.
+  // Wait for company only where it is on its way: requests being read, or fewer requests queued
+  // than the last batch held (its clients, just answered, are sending their next ones). A lone
+  // client's last batch held one request: it never waits.
   const size_t first_lane = queue_.front().lane;
   changed_.wait_until(lock, queue_.front().arrived + options_.batch_wait, [&] {
-    return stopping_ || arriving_ == 0 || queue_.empty() || lane_tokens(first_lane) >= options_.max_tokens;
+    return stopping_ || queue_.empty() || lane_tokens(first_lane) >= options_.max_tokens ||
+           (arriving_ == 0 && lane_requests(first_lane) >= last_batch_requests_);
   });
   drop_cancelled();
   std::vector<Item> batch;
@@ -122,6 +135,11 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std:
     batch.push_back(std::move(*it));
     it = queue_.erase(it);
   }
+  std::vector<const PendingJob*> jobs;
+  for (const auto& item : batch) {
+    if (std::find(jobs.begin(), jobs.end(), item.job.get()) == jobs.end()) jobs.push_back(item.job.get());
+  }
+  last_batch_requests_ = jobs.size();
   return batch;
 }
 

@@ -73,7 +73,8 @@ struct BatchReport {
 /// sentence's lane and as many queued sentences of that lane as fit in max_tokens, decodes them
 /// together, and hands each request its results as soon as its last sentence is done. A batch
 /// waits (up to batch_wait after its oldest sentence arrived) only while other requests are
-/// arriving (announced with Arrival), so a lone client never pays for the wait.
+/// arriving (announced with Arrival) or fewer requests are queued than the last batch held (under
+/// concurrent load, its clients are about to send again), so a lone client never pays for it.
 class BatchingQueue {
  public:
   /// Decodes one batch of one lane: sources as ids, `alignment[i]` whether sentence i wants its
@@ -124,6 +125,7 @@ class BatchingQueue {
   std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock);
   void decode(std::vector<Item> batch);
   int64_t lane_tokens(size_t lane) const;
+  size_t lane_requests(size_t lane) const;  // distinct requests with sentences queued in `lane`
   void drop_cancelled();
 
   Decode decode_;
@@ -133,6 +135,7 @@ class BatchingQueue {
   std::condition_variable changed_;
   std::deque<Item> queue_;
   int arriving_ = 0;
+  size_t last_batch_requests_ = 0;  // distinct requests in the batch taken last
   bool stopping_ = false;
 };
 

@@ -83,6 +83,7 @@ TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& o
   http_->set_read_timeout(options_.read_timeout);
   http_->set_write_timeout(options_.read_timeout);
   http_->set_keep_alive_max_count(1000);
+  http_->set_keep_alive_timeout(options_.read_timeout.count());
   // The listening socket, so that stop() can end accept() alone: shutting it down ends the accept
   // loop while connections already open are served to their end (Server::stop() would drop the
   // requests waiting on open keep-alive connections).

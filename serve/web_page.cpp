@@ -1,9 +1,9 @@
 #include "serve/web_page.h"
 
 namespace tfm {
+namespace {
 
-const std::string& web_page() {
-  static const std::string page = R"HTML(<!DOCTYPE html>
+const char* const kPage = R"HTML(<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -86,6 +86,11 @@ loadPairs().then(() => {
 </body>
 </html>
 )HTML";
+
+}  // namespace
+
+const std::string& web_page() {
+  static const std::string page = kPage;
   return page;
 }
 

@@ -164,6 +164,24 @@ TEST_F(BatchingQueueTest, WaitsForRequestsOnTheirWayButNeverForNone) {
   EXPECT_EQ(decoder_.batches(), (std::vector<std::pair<size_t, size_t>>{{0, 1}, {0, 2}}));
 }
 
+TEST_F(BatchingQueueTest, AfterABatchOfSeveralRequestsTheNextWaitsForAsMany) {
+  BatchingOptions options;
+  options.batch_wait = kForever;
+  start(options);
+  decoder_.close();
+  auto first = queue_->submit(job(0, {{1}}));
+  decoder_.wait_for_batches(1);
+  std::vector<std::shared_ptr<PendingJob>> three;
+  for (int r = 0; r < 3; ++r) three.push_back(queue_->submit(job(0, {{2}})));
+  decoder_.open();
+  for (auto& pending : three) ASSERT_TRUE(pending->wait_until(Clock::now() + kForever));
+  // Three clients were answered together: the first to come back waits for the other two.
+  std::vector<std::shared_ptr<PendingJob>> again;
+  for (int r = 0; r < 3; ++r) again.push_back(queue_->submit(job(0, {{3}})));
+  for (auto& pending : again) ASSERT_TRUE(pending->wait_until(Clock::now() + kForever));
+  EXPECT_EQ(decoder_.batches(), (std::vector<std::pair<size_t, size_t>>{{0, 1}, {0, 3}, {0, 3}}));
+}
+
 TEST_F(BatchingQueueTest, ARequestPastItsDeadlineIsNotDecoded) {
   start();
   decoder_.close();

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `tfm serve` on loopback with a tiny model: 16 concurrent clients get exactly `tfm translate`'s
+# lines (float32), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
+# a JSON error with its status, stalled clients cost only their connection, a full queue answers
+# 503 with Retry-After, and SIGTERM under load answers every request already sent, then exits 0.
+# Every wait is for a log line, a file or an exit; requests go to 127.0.0.1 on a port the server chose.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+check="$(dirname "$0")/serve_check.py"
+
+python3 "$root/scripts/make_numbers_corpus.py" "$WORK/data" --train 300 --valid 10 --test 10 > /dev/null
+"$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+  --valid-src "$WORK/data/valid.en" --valid-tgt "$WORK/data/valid.de" --preset tiny --d-model 32 --d-ff 64 \
+  --vocab-size 120 --max-tokens 512 --max-updates 8 --validate-every 4 --average-last 0 \
+  --save-dir "$WORK/model" 2> "$WORK/train.log" || { cat "$WORK/train.log" >&2; fail "train"; finish; }
+model="$WORK/model/checkpoint_last.pt"
+head -200 "$WORK/data/train.en" > "$WORK/in.en"
+decode=(--dtype float32 --max-len-a 0 --max-len-b 12)
+"$TFM" translate --model "$model" "${decode[@]}" --input "$WORK/in.en" > "$WORK/expected.de" 2> /dev/null ||
+  fail "translate"
+printf 'one \xff\xfe two\n' > "$WORK/invalid.en"
+"$TFM" translate --model "$model" "${decode[@]}" --input "$WORK/invalid.en" > "$WORK/invalid.de" 2> /dev/null ||
+  fail "translate invalid UTF-8"
+
+# start_server NAME FLAGS...: starts `tfm serve` on a free port; sets $pid and $port.
+start_server() {
+  local name=$1
+  shift
+  "$TFM" serve --model "en-de=$model" --port 0 "${decode[@]}" "$@" 2> "$WORK/$name.log" &
+  pid=$!
+  if ! wait_for_line "$WORK/$name.log" "listening on" "$pid"; then
+    fail "$name: the server did not start: $(cat "$WORK/$name.log")"
+    finish
+  fi
+  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$WORK/$name.log" | grep -o '[0-9]*$')
+}
+stop_server() {
+  kill -TERM "$pid" 2> /dev/null
+  wait "$pid"
+  local status=$?
+  [ "$status" = 0 ] || fail "$1: exit code $status after SIGTERM, expected 0: $(tail -3 "$WORK/$1.log")"
+}
+
+start_server main --max-body-bytes 4096 --max-sentences-per-request 10
+python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected.de" 16 || fail "parity"
+python3 "$check" api "$port" "$WORK/in.en" "$WORK/expected.de" || fail "api"
+python3 "$check" errors "$port" "$WORK/invalid.en" "$WORK/invalid.de" || fail "errors"
+python3 "$check" slow "$port" || fail "slow clients"
+grep -qE 'info POST /translate 200 1 sentences [0-9.]+ ms' "$WORK/main.log" || fail "no request log line"
+
+# SIGTERM under load: once 50 requests are answered, stop; every request sent must be answered.
+python3 "$check" until-stopped "$port" "$WORK/in.en" "$WORK/expected.de" 16 "$WORK/progress" &
+clients=$!
+for _ in $(seq 1 6000); do
+  [ "$(cat "$WORK/progress" 2> /dev/null || echo 0)" -ge 50 ] && break
+  kill -0 "$clients" 2> /dev/null || break
+  sleep 0.1
+done
+stop_server main
+wait "$clients" || fail "SIGTERM under load lost or garbled a request"
+grep -q "stopped" "$WORK/main.log" || fail "no 'stopped' line after SIGTERM"
+
+start_server queue --max-queue-sentences 1 --max-sentences-per-request 1
+python3 "$check" queue "$port" 32 20000 || fail "queue limit"
+stop_server queue
+
+start_server timeout --request-timeout 0.000001
+python3 "$check" timeout "$port" || fail "request timeout"
+stop_server timeout
+
+printf '# keys\nsecret\n' > "$WORK/keys"
+start_server key --api-key-file "$WORK/keys"
+python3 "$check" key "$port" secret || fail "api key"
+
+# The page in headless Chromium: opened with ?q=..., it translates and shows the result.
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$chromium" ]; then
+  echo "SKIP (part): Chromium is not installed (Debian: apt-get install chromium); the page is not rendered"
+else
+  url="http://127.0.0.1:$port/?q=$(head -1 "$WORK/in.en" | python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read().strip()))')&source=en&target=de&api_key=secret"
+  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --virtual-time-budget=30000 --dump-dom "$url" \
+    > "$WORK/page.html" 2> /dev/null
+  grep -q 'data-translated="yes"' "$WORK/page.html" || fail "the page did not show a translation"
+  grep -qF "$(head -1 "$WORK/expected.de")" "$WORK/page.html" || fail "the page shows another translation"
+  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=900,600 \
+    --virtual-time-budget=30000 --screenshot="$WORK/page.png" "$url" > /dev/null 2>&1
+  python3 "$(dirname "$0")/png_is_not_blank.py" "$WORK/page.png" || fail "the page's screenshot is blank"
+fi
+stop_server key
+finish
