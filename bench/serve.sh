@@ -72,7 +72,7 @@ stop_server
 
 echo
 echo "== 128 clients, --max-queue-sentences 64, --request-timeout 10: every request 200 or 503 within 10 s"
-start_server --max-queue-sentences 64 --request-timeout 10
+start_server --max-queue-sentences 64 --max-sentences-per-request 8 --request-timeout 10
 python3 "$here/serve_load.py" "$port" "$out/test.en" 128 "$seconds" --timeout 10
 stop_server
 
