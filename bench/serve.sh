@@ -88,5 +88,5 @@ while kill -0 "$load" 2> /dev/null; do
 done
 cat "$out/soak.json"
 echo "RSS samples: ${samples[*]}"
-echo "RSS first minute max $(printf '%s\n' "${samples[@]:0:6}" | sort -n | tail -1), last minute max $(printf '%s\n' "${samples[@]: -6}" | sort -n | tail -1), peak $(peak_rss)"
+echo "RSS after the first minute: min $(printf '%s\n' "${samples[@]:6}" | sort -n | head -1), max $(printf '%s\n' "${samples[@]:6}" | sort -n | tail -1); last sample ${samples[-1]}; peak $(peak_rss)"
 stop_server

@@ -94,11 +94,14 @@ std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::v
 }
 
 std::string ServedModels::languages_json() const {
+  // Every language a pair names, with the targets it translates into (none for a target-only one),
+  // as LibreTranslate lists them; a model served without a pair answers any: "auto".
   std::map<std::string, std::set<std::string>> targets;
   for (const auto& served : models_) {
-    // A model served without a pair answers any: LibreTranslate's clients see it as "auto".
     const std::string source = served.source.empty() ? "auto" : served.source;
-    targets[source].insert(served.source.empty() ? "auto" : served.target);
+    const std::string target = served.source.empty() ? "auto" : served.target;
+    targets[source].insert(target);
+    targets[target];
   }
   auto languages = nlohmann::json::array();
   for (const auto& [code, to] : targets) {

@@ -38,14 +38,16 @@ const pair = document.getElementById("pair");
 const input = document.getElementById("input");
 const output = document.getElementById("output");
 const status = document.getElementById("status");
+const apiKey = new URLSearchParams(location.search).get("api_key");
 
 async function loadPairs() {
   const languages = await (await fetch("/languages")).json();
+  const names = Object.fromEntries(languages.map(language => [language.code, language.name]));
   for (const language of languages) {
     for (const target of language.targets) {
       const option = document.createElement("option");
       option.value = language.code + "|" + target;
-      option.textContent = language.name + " \u2192 " + target;
+      option.textContent = language.name + " \u2192 " + (names[target] || target);
       pair.appendChild(option);
     }
   }
@@ -60,7 +62,8 @@ async function translate() {
   const response = await fetch("/translate", {
     method: "POST",
     headers: {"Content-Type": "application/json"},
-    body: JSON.stringify({q: lines, source: source, target: target, format: "text"})
+    body: JSON.stringify(Object.assign({q: lines, source: source, target: target, format: "text"},
+                                       apiKey ? {api_key: apiKey} : {}))
   });
   const answer = await response.json();
   if (!response.ok) {

@@ -117,7 +117,8 @@ def api(port, inputs, expected):
         check(len(record["nbest"]) == 2 and record["nbest"][0]["translation"] == record["translation"], "nbest")
     response, data = post(port, "/v1/translate", {"text": lines, "source": "en", "target": "de"})
     check([r["translation"] for r in json.loads(data)["translations"]] == want, "/v1/translate with defaults")
-    check(json.loads(get(port, "/languages")[1]) == [{"code": "en", "name": "English", "targets": ["de"]}],
+    check(json.loads(get(port, "/languages")[1]) == [{"code": "de", "name": "German", "targets": []},
+                                                     {"code": "en", "name": "English", "targets": ["de"]}],
           "/languages")
     check(json.loads(get(port, "/health")[1]) == {"status": "ok"}, "/health")
     response, data = get(port, "/ready")

@@ -35,7 +35,7 @@ TEST(ServedModels, FindsTheModelOfAPair) {
   EXPECT_EQ(served.find("auto", "en"), std::nullopt);  // two do into English: name the source
   EXPECT_EQ(served.find("en", "fr"), std::nullopt);
   const auto languages = nlohmann::json::parse(served.languages_json());
-  ASSERT_EQ(languages.size(), 3u);
+  ASSERT_EQ(languages.size(), 3u);  // de, en, fr: each names a source
   EXPECT_EQ(languages[0]["code"], "de");
   EXPECT_EQ(languages[0]["name"], "German");
   EXPECT_EQ(languages[0]["targets"], nlohmann::json::array({"en"}));
