@@ -22,19 +22,18 @@ void TranslationApi::check_key(const std::string& body_key, const std::string& h
                                                              : "the API key is not valid");
 }
 
-size_t TranslationApi::find_model(const std::string& source, const std::string& target) const {
+size_t TranslationApi::admit(const std::string& body_key, const std::string& header_key, const std::string& source,
+                             const std::string& target, size_t sentences) const {
+  check_key(body_key, header_key);
   const auto model = models_.find(source, target);
   if (!model) {
     throw ApiError(400, "no model for source \"" + source + "\" and target \"" + target + "\" (GET /languages)");
   }
-  return *model;
-}
-
-void TranslationApi::check_count(size_t sentences) const {
   if (static_cast<int64_t>(sentences) > limits_.max_sentences_per_request) {
     throw ApiError(413, std::to_string(sentences) + " sentences in one request, more than the " +
                             std::to_string(limits_.max_sentences_per_request) + " this server takes");
   }
+  return *model;
 }
 
 std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t lane,
@@ -68,9 +67,7 @@ std::string TranslationApi::translate_libre(const RequestBody& request, const st
                                             std::chrono::steady_clock::time_point arrived, int64_t& sentences) {
   std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
   const LibreRequest parsed = parse_libre_request(request);
-  check_key(parsed.api_key, header_key);
-  const size_t model = find_model(parsed.source, parsed.target);
-  check_count(parsed.q.size());
+  const size_t model = admit(parsed.api_key, header_key, parsed.source, parsed.target, parsed.q.size());
   SearchOptions search = models_.defaults(model);
   if (parsed.alternatives > 0) {
     if (parsed.alternatives + 1 > limits_.max_beam) {
@@ -99,9 +96,7 @@ std::string TranslationApi::translate_v1(const RequestBody& request, const std::
                                          std::chrono::steady_clock::time_point arrived, int64_t& sentences) {
   std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
   const ApiRequest parsed = parse_api_request(request);
-  check_key(parsed.api_key, header_key);
-  const size_t model = find_model(parsed.source, parsed.target);
-  check_count(parsed.text.size());
+  const size_t model = admit(parsed.api_key, header_key, parsed.source, parsed.target, parsed.text.size());
   SearchOptions search = models_.defaults(model);
   search.beam = parsed.beam.value_or(search.beam);
   search.nbest = parsed.nbest.value_or(std::min(search.nbest, search.beam));

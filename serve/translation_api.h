@@ -41,8 +41,9 @@ class TranslationApi {
     std::vector<int64_t> alignment;
   };
   void check_key(const std::string& body_key, const std::string& header_key) const;
-  size_t find_model(const std::string& source, const std::string& target) const;
-  void check_count(size_t sentences) const;
+  /// Checks the key (403), finds the pair's model (400) and checks the sentence count (413).
+  size_t admit(const std::string& body_key, const std::string& header_key, const std::string& source,
+               const std::string& target, size_t sentences) const;
   /// Queues `sentences` in `lane`, ends `arrival` once they are queued, waits for them (504 after
   /// the request timeout) and detokenizes.
   std::vector<Decoded> run(size_t model, size_t lane, const std::vector<std::string>& sentences, bool alignment,

@@ -44,6 +44,15 @@ def check(condition, message):
         sys.exit("FAIL: " + message)
 
 
+def run_clients(client, count):
+    """Runs `client(c)` for c in 0..count-1 on threads of their own and waits for them all."""
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def read_lines(path):
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         return [line.rstrip("\n") for line in f]
@@ -63,7 +72,7 @@ def parity(port, inputs, expected, clients):
     lock = threading.Lock()
     failures = []
 
-    def client():
+    def client(_):
         conn = connect(port)
         while True:
             with lock:
@@ -81,11 +90,7 @@ def parity(port, inputs, expected, clients):
                 conn.close()
                 conn = connect(port)
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_clients(client, clients)
     check(not failures, "; ".join(failures[:5]))
     differ = [i + 1 for i in range(len(lines)) if got[i] != want[i]]
     check(not differ, f"{len(differ)} of {len(lines)} lines differ from tfm translate, first {differ[:5]}")
@@ -191,7 +196,7 @@ def queue_limit(port, clients, max_requests):
     seen_503 = threading.Event()
     failures = []
 
-    def client():
+    def client(_):
         conn = connect(port)
         while not seen_503.is_set():
             with lock:
@@ -209,11 +214,7 @@ def queue_limit(port, clients, max_requests):
             elif response.status != 200:
                 failures.append(f"status {response.status}")
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_clients(client, clients)
     check(not failures, "; ".join(failures[:3]))
     check(statuses.get(503, 0) > 0, f"no 503 in {sent[0]} requests against a queue of one: {statuses}")
     print(f"queue limit: {statuses}")
@@ -273,11 +274,7 @@ def until_stopped(port, inputs, expected, clients, progress):
                 return
         failures.append("the server was never stopped")
 
-    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_clients(client, clients)
     check(not failures, "; ".join(failures[:3]))
     print(f"stopped under load: {answered[0]} requests answered, none lost; {closed[0]} clients told to close")
 
