@@ -27,6 +27,17 @@ TEST(OneDnnCache, IsBoundedUnlessTheUserChoseACapacity) {
   unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
 }
 
+TEST(OneDnnCache, DecodingBoundsIdeepsCacheUnlessTheUserChoseACapacity) {
+  unsetenv("LRU_CACHE_CAPACITY");
+  bound_inference_computation_cache();
+  ASSERT_NE(std::getenv("LRU_CACHE_CAPACITY"), nullptr);
+  EXPECT_EQ(std::string(std::getenv("LRU_CACHE_CAPACITY")), std::to_string(kInferenceComputationCacheCapacity));
+  setenv("LRU_CACHE_CAPACITY", "7", 1);
+  bound_inference_computation_cache();
+  EXPECT_EQ(std::string(std::getenv("LRU_CACHE_CAPACITY")), "7");
+  unsetenv("LRU_CACHE_CAPACITY");
+}
+
 TEST(Device, ParsesCpuAndAuto) {
   EXPECT_EQ(resolve_device("cpu"), torch::Device(torch::kCPU));
   const auto automatic = resolve_device("auto");
