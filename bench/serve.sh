@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tfm serve` under load beside `tfm translate` on the same lines, in one run on this machine:
-#   - file mode: `tfm translate` on test_2016_flickr (1000 lines): sentences/s and peak RSS, and its
-#     batch-1 latency (bench/latency.py: one line at a time through a pipe, --buffer-size 1);
+#   - file mode: `tfm translate` on test_2016_flickr (1000 lines): sentences/s and peak RSS;
+#   - batch-1 latency, three interleaved rounds: 100 lines one at a time through `tfm translate
+#     --buffer-size 1` (bench/latency.py) and through the server from one client;
 #   - the server, one sentence per request (bench/serve_load.py, loopback only) at 1, 8, 32 and
 #     128 concurrent clients for SECONDS each: sentences/s, p50/p99 latency, statuses, errors, and
 #     the server's peak RSS; then 128 clients against a server with a small queue
@@ -37,9 +38,7 @@ echo "== file mode: tfm translate"
   < "$out/test.en" > "$out/file.de" 2> "$out/translate.log"
 file_rate=$(grep -oE '[0-9.]+ sentences/s' "$out/translate.log" | grep -oE '^[0-9.]+')
 file_rss=$(( $(cat "$out/translate.rss") / 1024 ))
-latency=$(python3 "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype "$dtype" \
-  $(printf -- '--tfm-flag=%s ' "${extra[@]}"))
-echo "tfm translate: $file_rate sentences/s, peak RSS $file_rss MiB; batch-1 p50 $latency ms (--buffer-size 1)"
+echo "tfm translate: $file_rate sentences/s, peak RSS $file_rss MiB"
 
 # start_server FLAGS...: a server on a free port; sets $server (pid) and $port.
 start_server() {
@@ -54,6 +53,19 @@ start_server() {
 }
 stop_server() { kill -TERM "$server"; wait "$server" || true; server=""; }
 peak_rss() { echo $(( $(grep VmHWM "/proc/$server/status" | grep -oE '[0-9]+') / 1024 )); }
+
+echo
+echo "== batch-1 latency, interleaved: the first 100 lines one at a time through tfm translate"
+echo "   (--buffer-size 1, bench/latency.py) and through the server from one client, three rounds"
+start_server
+for round in 1 2 3; do
+  file_p50=$(python3 "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype "$dtype" \
+    $(printf -- '--tfm-flag=%s ' "${extra[@]}"))
+  serve_p50=$(python3 "$here/serve_load.py" "$port" "$out/test.en" 1 600 --requests 100 |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["p50_ms"])')
+  echo "round $round: tfm translate p50 $file_p50 ms, tfm serve p50 $serve_p50 ms ($(python3 -c "print(f'{$serve_p50 / $file_p50:.2f}')")x)"
+done
+stop_server
 
 echo
 echo "== tfm serve: one sentence per request, ${seconds} s per level"

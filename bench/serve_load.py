@@ -4,7 +4,8 @@ keep-alive connection, send one sentence per request (LibreTranslate's POST /tra
 for SECONDS, cycling through the lines of SOURCE. Prints one JSON line: sentences/s, p50/p99
 latency in ms, statuses, errors, and how many answers exceeded the request timeout.
 
-usage: serve_load.py PORT SOURCE CLIENTS SECONDS [--timeout S] [--source-lang en --target-lang de]
+usage: serve_load.py PORT SOURCE CLIENTS SECONDS [--requests N] [--timeout S] [--source-lang en --target-lang de]
+(--requests N: each client stops after N requests, from the first line of SOURCE, or at SECONDS.)
 """
 import argparse
 import asyncio
@@ -37,7 +38,7 @@ async def request(reader, writer, body):
 async def client(args, lines, offset, deadline, results):
     reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
     n = offset
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (args.requests == 0 or n - offset < args.requests):
         body = json.dumps({"q": lines[n % len(lines)], "source": args.source_lang,
                            "target": args.target_lang}).encode()
         n += 1
@@ -68,6 +69,7 @@ async def main():
     parser.add_argument("clients", type=int)
     parser.add_argument("seconds", type=float)
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--requests", type=int, default=0)
     parser.add_argument("--source-lang", default="en")
     parser.add_argument("--target-lang", default="de")
     args = parser.parse_args()
