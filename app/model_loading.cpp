@@ -28,6 +28,7 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
                                   "'s; ensemble members must share one vocabulary");
     }
     spdlog::info("loaded {} ({} layers, d_model {})", path, loaded.config.encoder_layers, loaded.config.d_model);
+    loaded.model->eval();  // loaded to translate: never trained here
     models.push_back(loaded.model);
   }
   return {std::move(models), Tokenizer::from_serialized(tokenizer_proto, paths.front()), std::move(shortlist)};

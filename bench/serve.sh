@@ -11,7 +11,7 @@
 # The load generator shares the machine's cores with the server: its own CPU is part of the figures.
 #   bench/serve.sh TFM MODEL [SECONDS=30] [SOAK=300]
 #   DTYPE=auto|float32|bfloat16 (default auto); TFM_FLAGS: more decoding flags, each as --flag=value
-#   (default "--lenpen=0.6").
+#   (default "--lenpen=0.6"); SERVE_FLAGS: flags for the server alone (e.g. "--workers 2").
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL [SECONDS] [SOAK]}
 model=${2:?model file}
@@ -22,6 +22,7 @@ data=${TFM_DATA_DIR:-$here/../../shared}/data/multi30k
 dtype=${DTYPE:-auto}
 read -r -a extra <<< "${TFM_FLAGS:---lenpen=0.6}"
 flags=(--dtype "$dtype" "${extra[@]}")
+read -r -a serve_flags <<< "${SERVE_FLAGS:-}"
 out=$(mktemp -d)
 server=""
 cleanup() { [ -z "$server" ] || kill "$server" 2> /dev/null || true; rm -rf "$out"; }
@@ -30,7 +31,7 @@ zcat "$data/test_2016_flickr.en.gz" > "$out/test.en"
 
 echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 "$tfm" --version | grep -E '^(tfm|LibTorch|bf16)' | paste -sd ' ' | sed 's/^/versions: /'
-echo "model: $model | flags: ${flags[*]} | lines: test_2016_flickr.en ($(wc -l < "$out/test.en"))"
+echo "model: $model | flags: ${flags[*]} | server: ${serve_flags[*]:-(defaults)} | lines: test_2016_flickr.en ($(wc -l < "$out/test.en"))"
 
 echo
 echo "== file mode: tfm translate"
@@ -42,7 +43,7 @@ echo "tfm translate: $file_rate sentences/s, peak RSS $file_rss MiB"
 
 # start_server FLAGS...: a server on a free port; sets $server (pid) and $port.
 start_server() {
-  "$tfm" serve --model "$model" --port 0 "${flags[@]}" "$@" 2> "$out/serve.log" &
+  "$tfm" serve --model "$model" --port 0 "${flags[@]}" "${serve_flags[@]}" "$@" 2> "$out/serve.log" &
   server=$!
   for _ in $(seq 1 6000); do
     grep -q 'listening on' "$out/serve.log" && break

@@ -74,22 +74,26 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     for (auto& item : copy->named_buffers()) item.value().copy_(buffers[item.key()]);
   }
   copy->to(device, dtype);
+  copy->eval();  // the translator's own: never trained, and only read while translating
   if (quantize_int8) copy->quantize_int8();
   if (pack) copy->pack_for_inference();
   return copy;
 }
 
-/// Evaluation mode (no dropout) while translating; the modes found are restored afterwards.
+/// Evaluation mode (no dropout) while translating; the modes found are restored afterwards. A
+/// model already in evaluation mode is only read, so that threads may translate with it at once.
 class EvalModeGuard {
  public:
   explicit EvalModeGuard(std::vector<Transformer>& models) : models_(models) {
     for (auto& model : models_) {
       was_training_.push_back(model->is_training());
-      model->eval();
+      if (was_training_.back()) model->eval();
     }
   }
   ~EvalModeGuard() {
-    for (size_t i = 0; i < models_.size(); ++i) models_[i]->train(was_training_[i]);
+    for (size_t i = 0; i < models_.size(); ++i) {
+      if (was_training_[i]) models_[i]->train(true);
+    }
   }
   EvalModeGuard(const EvalModeGuard&) = delete;
   EvalModeGuard& operator=(const EvalModeGuard&) = delete;
@@ -215,7 +219,7 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
   auto results = naming_batch_on_out_of_memory(describe_batch,
                                                [&] { return search.search(*scorer, source.to(device_), lengths); });
   for (int64_t b = 0; b < batch; ++b) {
-    if (!results[b].empty()) target_tokens_ += static_cast<int64_t>(results[b].front().tokens.size());
+    if (!results[b].empty()) target_tokens_.value += static_cast<int64_t>(results[b].front().tokens.size());
     out[rows[b]].nbest = std::move(results[b]);
   }
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -50,8 +51,9 @@ class IdTranslator {
   /// One IdTranslation per source (subword ids without </s>), in the order given.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources);
   /// The same with other search settings for this call only (a server's per-request beam, length
-  /// penalty or n-best): the batching, precision and models stay the translator's.
-  /// std::invalid_argument for invalid settings.
+  /// penalty or n-best): the batching, precision and models stay the translator's. Several threads
+  /// may call this at once when the models are in evaluation mode (the translator's own copies
+  /// are; a server's loaded models are put in it). std::invalid_argument for invalid settings.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources, const SearchOptions& search);
   /// The search settings translate() uses (after the models' position limits).
   const SearchOptions& search_options() const { return options_.search; }
@@ -64,7 +66,7 @@ class IdTranslator {
   /// The longest source read, in subwords: max_source_len, or less where a model with learned
   /// positions cannot place more. Longer sources are truncated to it and flagged.
   int64_t source_limit() const { return source_limit_; }
-  int64_t target_tokens() const { return target_tokens_; }  // subwords produced so far (best hypotheses)
+  int64_t target_tokens() const { return target_tokens_.value; }  // subwords produced so far (best hypotheses)
 
  private:
   std::vector<IdTranslation> translate_with(std::vector<std::vector<int64_t>> sources, SearchStrategy& search,
@@ -80,7 +82,17 @@ class IdTranslator {
   torch::Device device_;
   int64_t source_limit_ = 0;
   std::unique_ptr<SearchStrategy> search_;  // one for the translator's life: sampling's draws go on across batches
-  int64_t target_tokens_ = 0;
+  /// A count several decoding threads add to; moves with the translator.
+  struct Count {
+    std::atomic<int64_t> value{0};
+    Count() = default;
+    Count(Count&& other) noexcept : value(other.value.load()) {}
+    Count& operator=(Count&& other) noexcept {
+      value = other.value.load();
+      return *this;
+    }
+  };
+  Count target_tokens_;
 };
 
 }  // namespace tfm

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "serve/web_page.h"
 
@@ -117,7 +118,10 @@ void TranslationServer::serve() {
     http_->listen_after_bind();  // returns once stopped and every connection's thread is done
     queue_.finish();
   });
-  queue_.run();  // decoding stays on this (the main) thread
+  std::vector<std::thread> workers;
+  for (int w = 1; w < options_.workers; ++w) workers.emplace_back([this] { queue_.run(); });
+  queue_.run();  // decoding stays on this (the main) thread, and on the workers
+  for (auto& worker : workers) worker.join();
   http.join();
 }
 

@@ -38,7 +38,7 @@ ServedModels::ServedModels(std::vector<ServedModel> models) : models_(std::move(
       throw std::invalid_argument("--model: the pair " + served.name() + " is served twice");
     }
   }
-  for (size_t m = 0; m < models_.size(); ++m) lanes_.push_back({m, defaults(m), true});
+  for (size_t m = 0; m < models_.size(); ++m) lanes_.push_back({m, defaults(m)});
 }
 
 std::optional<size_t> ServedModels::find(const std::string& source, const std::string& target) const {
@@ -64,7 +64,7 @@ size_t ServedModels::lane(size_t model, const SearchOptions& search) {
   for (size_t l = 0; l < lanes_.size(); ++l) {
     if (lanes_[l].model == model && same_search(lanes_[l].search, search)) return l;
   }
-  lanes_.push_back({model, search, false});
+  lanes_.push_back({model, search});
   return lanes_.size() - 1;
 }
 
@@ -79,9 +79,9 @@ std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::v
                                                  const std::vector<bool>& alignment) {
   const Lane chosen = lane_at(lane);
   IdTranslator& ids = models_[chosen.model].translator->ids();
-  // The default lane keeps the translator's own search (a sampling stream goes on across batches).
-  auto translated =
-      chosen.is_default ? ids.translate(std::move(sources)) : ids.translate(std::move(sources), chosen.search);
+  // A search strategy per batch, so that several decoding threads may share the translator (and a
+  // sampled translation depends on its batch and seed, not on what the server decoded before).
+  auto translated = ids.translate(std::move(sources), chosen.search);
   std::vector<SentenceResult> results(translated.size());
   for (size_t i = 0; i < translated.size(); ++i) {
     if (alignment[i] && !translated[i].nbest.empty()) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `tfm serve` on loopback with a tiny model: 16 concurrent clients get exactly `tfm translate`'s
-# lines (float32), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
+# lines (float32; also with two decoding workers), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
 # a JSON error with its status, stalled clients cost only their connection, a full queue answers
 # 503 with Retry-After, and SIGTERM under load answers every request already sent, then exits 0.
 # Every wait is for a log line, a file or an exit; requests go to 127.0.0.1 on a port the server chose.
@@ -59,6 +59,14 @@ done
 stop_server main
 wait "$clients" || fail "SIGTERM under load lost or garbled a request"
 grep -q "stopped" "$WORK/main.log" || fail "no 'stopped' line after SIGTERM"
+
+# Two decoding workers of one thread each: the same lines as a one-thread `tfm translate`.
+"$TFM" --threads 1 translate --model "$model" "${decode[@]}" --input "$WORK/in.en" > "$WORK/expected1.de" \
+  2> /dev/null || fail "translate --threads 1"
+start_server workers --workers 2 --threads 2
+grep -q "decoding: 2 workers x 1 thread" "$WORK/workers.log" || fail "--workers 2: no 'decoding: 2 workers x 1 thread' line"
+python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected1.de" 16 || fail "parity with --workers 2"
+stop_server workers
 
 start_server queue --max-queue-sentences 1 --max-sentences-per-request 1
 python3 "$check" queue "$port" 32 20000 || fail "queue limit"

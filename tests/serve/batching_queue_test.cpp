@@ -95,6 +95,28 @@ TEST_F(BatchingQueueTest, AnswersEveryRequestWithItsOwnSentencesInOrder) {
   for (int c = 0; c < 8; ++c) EXPECT_EQ(correct[c], 20) << "client " << c;
 }
 
+TEST_F(BatchingQueueTest, TwoDecodingThreadsAnswerEveryRequestWithItsOwnSentences) {
+  start();
+  std::thread second([this] { queue_->run(); });  // a second worker beside the fixture's
+  std::vector<std::thread> clients;
+  std::vector<int> correct(8, 0);
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      for (int r = 0; r < 20; ++r) {
+        const std::vector<std::vector<int64_t>> sources = {{c, r}, {c}};
+        auto pending = queue_->submit(job(static_cast<size_t>(c % 2), sources));
+        ASSERT_TRUE(pending->wait_until(Clock::now() + kForever));
+        correct[c] += pending->results()[0].translation.source_ids == sources[0] &&
+                      pending->results()[1].translation.source_ids == sources[1];
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  queue_->finish();
+  second.join();
+  for (int c = 0; c < 8; ++c) EXPECT_EQ(correct[c], 20) << "client " << c;
+}
+
 TEST_F(BatchingQueueTest, SentencesThatQueuedDuringABatchShareTheNext) {
   start();
   decoder_.close();
