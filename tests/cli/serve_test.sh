@@ -51,11 +51,7 @@ grep -qE 'info POST /translate 200 1 sentences [0-9.]+ ms' "$WORK/main.log" || f
 # SIGTERM under load: once 50 requests are answered, stop; every request sent must be answered.
 python3 "$check" until-stopped "$port" "$WORK/in.en" "$WORK/expected.de" 16 "$WORK/progress" &
 clients=$!
-for _ in $(seq 1 6000); do
-  [ "$(cat "$WORK/progress" 2> /dev/null || echo 0)" -ge 50 ] && break
-  kill -0 "$clients" 2> /dev/null || break
-  sleep 0.1
-done
+wait_for_line "$WORK/progress" "under load" "$clients" || fail "the clients never had 50 answers"
 stop_server main
 wait "$clients" || fail "SIGTERM under load lost or garbled a request"
 grep -q "stopped" "$WORK/main.log" || fail "no 'stopped' line after SIGTERM"
