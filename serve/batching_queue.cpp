@@ -5,6 +5,23 @@
 #include <utility>
 
 namespace tfm {
+namespace {
+
+/// The requests among the `items` that `keep` accepts. A request's sentences lie side by side
+/// (submit() queues them at once), so a new request starts wherever the job changes.
+template <typename Items, typename Keep>
+size_t count_requests(const Items& items, Keep keep) {
+  size_t count = 0;
+  const PendingJob* last = nullptr;
+  for (const auto& item : items) {
+    if (!keep(item) || item.job.get() == last) continue;
+    last = item.job.get();
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
 
 bool PendingJob::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -102,13 +119,7 @@ void BatchingQueue::run() {
 }
 
 size_t BatchingQueue::lane_requests(size_t lane) const {
-  std::vector<const PendingJob*> jobs;
-  for (const auto& item : queue_) {
-    if (item.lane == lane && std::find(jobs.begin(), jobs.end(), item.job.get()) == jobs.end()) {
-      jobs.push_back(item.job.get());
-    }
-  }
-  return jobs.size();
+  return count_requests(queue_, [lane](const Item& item) { return item.lane == lane; });
 }
 
 std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock) {
@@ -135,11 +146,7 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std:
     batch.push_back(std::move(*it));
     it = queue_.erase(it);
   }
-  std::vector<const PendingJob*> jobs;
-  for (const auto& item : batch) {
-    if (std::find(jobs.begin(), jobs.end(), item.job.get()) == jobs.end()) jobs.push_back(item.job.get());
-  }
-  last_batch_requests_ = jobs.size();
+  last_batch_requests_ = count_requests(batch, [](const Item&) { return true; });
   return batch;
 }
 

@@ -73,8 +73,6 @@ ServedModels::Lane ServedModels::lane_at(size_t lane) const {
   return lanes_.at(lane);
 }
 
-size_t ServedModels::lane_model(size_t lane) const { return lane_at(lane).model; }
-
 std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::vector<int64_t>> sources,
                                                  const std::vector<bool>& alignment) {
   const Lane chosen = lane_at(lane);

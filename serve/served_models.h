@@ -39,7 +39,6 @@ class ServedModels {
 
   /// The lane of `model` decoding with `search` (created on first use).
   size_t lane(size_t model, const SearchOptions& search);
-  size_t lane_model(size_t lane) const;
   /// Decodes a batch of one lane (BatchingQueue::Decode); decoding threads may call it at once.
   std::vector<SentenceResult> decode(size_t lane, std::vector<std::vector<int64_t>> sources,
                                      const std::vector<bool>& alignment);
