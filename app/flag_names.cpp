@@ -60,6 +60,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"sampling", "--sampling"},
     {"save_dir", "--save-dir"},
     {"save_interval_updates", "--save-interval-updates"},
+    {"shard_size", "--shard-size"},
     {"shortlist_frequent", "--shortlist-frequent"},
     {"shortlist_per_source", "--shortlist-per-source"},
     {"smooth_method", "--smooth-method"},

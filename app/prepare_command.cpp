@@ -18,6 +18,8 @@
 namespace tfm {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct PrepareCommandOptions {
   PrepareCorpusOptions corpus;
   std::string out;
@@ -37,26 +39,35 @@ void validate(const PrepareCommandOptions& options) {
 void run_prepare(PrepareCommandOptions options) {
   validate(options);
   options.corpus.prepare.threads = torch::get_num_threads();  // --threads, all cores by default
-  std::filesystem::create_directories(options.out);
-  const auto start = std::chrono::steady_clock::now();
   const PreparedCorpus corpus = prepare_corpus(options.corpus, options.out);
-  const auto& train = corpus.train;
-  const auto& valid = corpus.valid;
-  save_prepared(options.out, corpus.tokenizer, train.data, valid ? &valid->data : nullptr);
-  // text -> dataset, without tokenizer training
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - corpus.tokenizer_seconds;
 
+  // The report reads only the shards' lengths, a few bytes a pair.
   BatchingOptions batching;
   batching.max_tokens = options.report_max_tokens;
-  const double efficiency = padding_efficiency(train.data, make_batches(train.data, batching, 1));
-  spdlog::info("train: {} pairs, {} + {} subwords; padding efficiency {:.3f} in batches of {} tokens",
-               train.data.size(), train.data.source.total_tokens(), train.data.target.total_tokens(), efficiency,
-               batching.max_tokens);
-  const int64_t read = train.report.read + (valid ? valid->report.read : 0);
+  BatchingStats stats;
+  int64_t source_tokens = 0, target_tokens = 0;
+  const PreparedData written = load_prepared(options.out);
+  for (const Shard& shard : written.train) {
+    const BatchingStats part = batching_stats(shard, batching);
+    stats.tokens += part.tokens;
+    stats.padded_tokens += part.padded_tokens;
+    for (int64_t i = 0; i < shard.size(); ++i) {
+      source_tokens += shard.source_length(i);
+      target_tokens += shard.target_length(i);
+    }
+    shard.release_pages();
+  }
+  spdlog::info("train: {} pairs, {} + {} subwords in {} shard{}; padding efficiency {:.3f} in batches of {} tokens",
+               total_pairs(written.train), source_tokens, target_tokens, written.train.size(),
+               written.train.size() == 1 ? "" : "s", stats.padding_efficiency(), batching.max_tokens);
+  const int64_t read = corpus.train.read + corpus.valid.read;
   spdlog::info("wrote {} ({}, {}{}): {} sentences read, tokenized and written in {:.2f} s ({:.0f} sentences/s)",
-               options.out, kPreparedModelFile, kPreparedTrainFile, valid ? std::string(", ") + kPreparedValidFile : "",
-               2 * read, seconds, 2.0 * static_cast<double>(read) / std::max(seconds, 1e-9));
+               options.out, kPreparedModelFile,
+               written.train.size() == 1
+                   ? std::string(kPreparedTrainFile)
+                   : "train.000.bin .. " + fs::path(written.train.back().name()).filename().string(),
+               written.valid ? std::string(", ") + kPreparedValidFile : "", 2 * read, corpus.encode_seconds,
+               2.0 * static_cast<double>(read) / std::max(corpus.encode_seconds, 1e-9));
 }
 
 void add_split_options(CLI::App& command, CorpusFiles& input, const std::string& name, const std::string& what) {
@@ -75,6 +86,11 @@ void add_prepare_command(CLI::App& app, CommandAction& action) {
   add_split_options(*command, corpus.train, "train", "Training corpus:");
   add_split_options(*command, corpus.valid, "valid", "Validation corpus (optional):");
   command->add_option("--out,-o", options->out, "Directory to write (spm.model, train.bin, valid.bin)")->required();
+  command
+      ->add_option("--shard-size", corpus.shard_bytes,
+                   "Split the training data into shard files of at most this size (bytes; k/M/G suffixes: 512M)")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("512M");
   auto* spm = command->add_option("--spm", corpus.spm, "Existing SentencePiece model (from `tfm tokenizer train`)");
   command
       ->add_option("--vocab-size", corpus.tokenizer.vocab_size,
@@ -82,6 +98,11 @@ void add_prepare_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->excludes(spm);
   command->add_option("--model-type", corpus.tokenizer.model_type, "Without --spm: unigram or bpe")
+      ->capture_default_str()
+      ->excludes(spm);
+  command
+      ->add_option("--tokenizer-sample", corpus.tokenizer.max_sentences,
+                   "Without --spm: train it on this many sentences drawn from the whole corpus (0 = all)")
       ->capture_default_str()
       ->excludes(spm);
   command

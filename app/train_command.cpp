@@ -149,8 +149,8 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   auto data = load_training_data(o.train, checkpoint_tokenizer);
   if (main_rank && group) group->barrier();
   if (auto_preset_wanted) {
-    o.model.preset = auto_preset(data.train.size());
-    spdlog::info("--preset auto: {} ({} training pairs; base from {})", o.model.preset, data.train.size(),
+    o.model.preset = auto_preset(total_pairs(data.train));
+    spdlog::info("--preset auto: {} ({} training pairs; base from {})", o.model.preset, total_pairs(data.train),
                  kAutoPresetBasePairs);
     apply_preset_recipe(o.train, o.model.preset, cmd);
   }

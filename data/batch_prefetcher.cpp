@@ -7,8 +7,8 @@ namespace tfm {
 namespace {
 
 /// Collates on the calling (background) thread and, for CUDA, starts the host-to-device copies.
-Batch collate_for(const ParallelDataset& data, const std::vector<int64_t>& rows, const torch::Device& device) {
-  Batch batch = collate(data, rows);
+Batch collate_for(const BatchPrefetcher::Collate& collate, size_t index, const torch::Device& device) {
+  Batch batch = collate(index);
   if (device.is_cuda()) {
     for (auto* tensor : {&batch.source, &batch.target_in, &batch.target_out}) {
       *tensor = tensor->pin_memory().to(device, /*non_blocking=*/true);
@@ -22,8 +22,7 @@ Batch collate_for(const ParallelDataset& data, const std::vector<int64_t>& rows,
 /// Batches collated ahead of the one training: one overlaps collation with the step.
 constexpr size_t kAhead = 1;
 
-BatchPrefetcher::BatchPrefetcher(const ParallelDataset& data, const torch::Device& device)
-    : data_(data), device_(device), worker_([this] { work(); }) {}
+BatchPrefetcher::BatchPrefetcher(const torch::Device& device) : device_(device), worker_([this] { work(); }) {}
 
 BatchPrefetcher::~BatchPrefetcher() {
   {
@@ -34,10 +33,11 @@ BatchPrefetcher::~BatchPrefetcher() {
   worker_.join();
 }
 
-void BatchPrefetcher::begin_epoch(std::vector<std::vector<int64_t>> batches, size_t first) {
+void BatchPrefetcher::begin_epoch(size_t count, Collate collate, size_t first) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return !busy_; });  // the worker must not be reading batches_
-  batches_ = std::move(batches);
+  changed_.wait(lock, [this] { return !busy_; });  // the worker must not be calling collate_
+  count_ = count;
+  collate_ = std::move(collate);
   next_ = produce_ = first;
   ready_.clear();
   error_ = nullptr;
@@ -48,8 +48,7 @@ void BatchPrefetcher::begin_epoch(std::vector<std::vector<int64_t>> batches, siz
 void BatchPrefetcher::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock,
-                  [this] { return stopping_ || (!error_ && produce_ < batches_.size() && ready_.size() < kAhead); });
+    changed_.wait(lock, [this] { return stopping_ || (!error_ && produce_ < count_ && ready_.size() < kAhead); });
     if (stopping_) return;
     const size_t index = produce_++;
     busy_ = true;
@@ -57,7 +56,7 @@ void BatchPrefetcher::work() {
     Batch batch;
     std::exception_ptr error;
     try {
-      batch = collate_for(data_, batches_[index], device_);
+      batch = collate_for(collate_, index, device_);
     } catch (...) {
       error = std::current_exception();
     }
@@ -74,9 +73,8 @@ void BatchPrefetcher::work() {
 
 Batch BatchPrefetcher::next() {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (next_ >= batches_.size()) {
-    throw std::out_of_range("BatchPrefetcher: no batch " + std::to_string(next_) + " of " +
-                            std::to_string(batches_.size()));
+  if (next_ >= count_) {
+    throw std::out_of_range("BatchPrefetcher: no batch " + std::to_string(next_) + " of " + std::to_string(count_));
   }
   changed_.wait(lock, [this] { return !ready_.empty() || error_; });
   if (ready_.empty()) std::rethrow_exception(error_);

@@ -1,241 +1,223 @@
 #include "data/dataset_file.h"
 
-#include <zlib.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
-#include <vector>
 
+#include "data/dataset_file_v1.h"
+#include "data/dataset_header.h"
 #include "runtime/durable_file.h"
+#include "text/option_names.h"
 
 namespace tfm {
 namespace {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the dataset format is little-endian");
+std::string system_error(const std::string& path, const std::string& what) {
+  return path + ": " + what + " (" + std::strerror(errno) + ")";
+}
 
-constexpr char kMagic[8] = {'T', 'F', 'M', 'D', 'A', 'T', 'A', '\0'};
-constexpr size_t kHeaderBytes = 64;
-constexpr size_t kHeaderCrcAt = 52;    // the header checksum covers bytes [0, 52)
-constexpr size_t kBlockIds = 1 << 20;  // ids converted and checksummed per block
-using HeaderBytes = std::array<unsigned char, kHeaderBytes>;
-
-struct Header {
-  uint32_t version = kDatasetFormatVersion;
-  uint32_t id_bytes = 4;
-  int64_t pairs = 0, source_tokens = 0, target_tokens = 0, vocab_size = 0;
-  uint32_t payload_crc = 0;
-
-  uint64_t file_bytes() const {
-    return kHeaderBytes + 16 * static_cast<uint64_t>(pairs + 1) +
-           id_bytes * static_cast<uint64_t>(source_tokens + target_tokens);
+/// A version-2 file mapped read-only. Its descriptor stays open for verify(), which reads with
+/// pread rather than through the mapping, so checking a shard does not make it resident.
+class MappedShardFile : public ShardStorage {
+ public:
+  MappedShardFile(std::string path, int fd, size_t size, uint32_t payload_crc)
+      : path_(std::move(path)), fd_(fd), size_(size), payload_crc_(payload_crc) {
+    base_ = mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (base_ == MAP_FAILED) {
+      const std::string message = system_error(path_, "cannot map dataset file");
+      close(fd_);
+      throw std::runtime_error(message);
+    }
   }
+  ~MappedShardFile() override {
+    munmap(base_, size_);
+    close(fd_);
+  }
+  MappedShardFile(const MappedShardFile&) = delete;
+  MappedShardFile& operator=(const MappedShardFile&) = delete;
+
+  const unsigned char* bytes() const { return static_cast<const unsigned char*>(base_); }
+
+  void verify() const override {
+    posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    std::vector<unsigned char> block(size_t{4} << 20);
+    uint32_t crc = 0;
+    for (size_t at = kDatasetHeaderBytes; at < size_;) {
+      const ssize_t got = pread(fd_, block.data(), std::min(block.size(), size_ - at), static_cast<off_t>(at));
+      if (got <= 0) throw std::runtime_error(system_error(path_, "cannot read dataset file"));
+      crc = crc_of(crc, block.data(), static_cast<size_t>(got));
+      at += static_cast<size_t>(got);
+    }
+    if (crc != payload_crc_) {
+      throw std::runtime_error(path_ + ": corrupt dataset file (checksum mismatch)" + kRebuildHint);
+    }
+  }
+
+  void release_pages() const override { madvise(base_, size_, MADV_DONTNEED); }
+
+ private:
+  std::string path_;
+  int fd_;
+  size_t size_;
+  uint32_t payload_crc_;
+  void* base_ = nullptr;
 };
 
-uint32_t crc_of(uint32_t crc, const void* bytes, size_t size) {
-  return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(bytes), size));
-}
-
-template <class T>
-void put(HeaderBytes& bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-}
-
-template <class T>
-T get(const HeaderBytes& bytes, size_t at) {
-  T value;
-  std::memcpy(&value, bytes.data() + at, sizeof value);
-  return value;
-}
-
-HeaderBytes encode_header(const Header& header) {
-  HeaderBytes bytes{};
-  std::memcpy(bytes.data(), kMagic, sizeof kMagic);
-  put(bytes, 8, header.version);
-  put(bytes, 12, header.id_bytes);
-  put(bytes, 16, header.pairs);
-  put(bytes, 24, header.source_tokens);
-  put(bytes, 32, header.target_tokens);
-  put(bytes, 40, header.vocab_size);
-  put(bytes, 48, header.payload_crc);
-  put(bytes, kHeaderCrcAt, crc_of(0, bytes.data(), kHeaderCrcAt));
-  return bytes;
-}
-
-Header decode_header(const HeaderBytes& bytes, const std::string& path) {
-  const std::string hint = " (run `tfm prepare` again to rebuild it)";
-  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    throw std::runtime_error(path + ": not a tfm dataset file (bad magic)" + hint);
+DatasetHeader read_header(int fd, const std::string& path, uint64_t size) {
+  DatasetHeaderBytes bytes{};
+  if (size < kDatasetHeaderBytes ||
+      pread(fd, bytes.data(), kDatasetHeaderBytes, 0) != static_cast<ssize_t>(kDatasetHeaderBytes)) {
+    throw std::runtime_error(path + ": truncated dataset file (shorter than its header)" + kRebuildHint);
   }
-  Header header;
-  header.version = get<uint32_t>(bytes, 8);
-  if (header.version != kDatasetFormatVersion) {
-    throw std::runtime_error(path + ": dataset format version " + std::to_string(header.version) +
-                             ", this build reads " + std::to_string(kDatasetFormatVersion) + hint);
-  }
-  if (get<uint32_t>(bytes, kHeaderCrcAt) != crc_of(0, bytes.data(), kHeaderCrcAt)) {
-    throw std::runtime_error(path + ": corrupt dataset header (checksum mismatch)" + hint);
-  }
-  header.id_bytes = get<uint32_t>(bytes, 12);
-  header.pairs = get<int64_t>(bytes, 16);
-  header.source_tokens = get<int64_t>(bytes, 24);
-  header.target_tokens = get<int64_t>(bytes, 32);
-  header.vocab_size = get<int64_t>(bytes, 40);
-  header.payload_crc = get<uint32_t>(bytes, 48);
-  constexpr int64_t kLimit = int64_t{1} << 40;
-  for (const int64_t count : {header.pairs, header.source_tokens, header.target_tokens, header.vocab_size}) {
-    if (count < 0 || count > kLimit) throw std::runtime_error(path + ": corrupt dataset header (bad count)" + hint);
-  }
-  if (header.id_bytes != 2 && header.id_bytes != 4) {
-    throw std::runtime_error(path + ": corrupt dataset header (" + std::to_string(header.id_bytes) + "-byte ids)" +
-                             hint);
+  const DatasetHeader header = decode_header(bytes, path);
+  if (size != header.file_bytes()) {
+    throw std::runtime_error(path + ": " + (size < header.file_bytes() ? "truncated" : "corrupt") + " dataset file (" +
+                             std::to_string(size) + " bytes, the header says " + std::to_string(header.file_bytes()) +
+                             ";" + std::string(kRebuildHint).substr(2));
   }
   return header;
 }
 
-/// An output file that keeps a running CRC-32 of what it writes.
-struct ChecksummedWriter {
-  DurableFileWriter& out;
-  uint32_t crc = 0;
-  void write(const void* bytes, size_t size) {
-    crc = crc_of(crc, bytes, size);
-    out.write(bytes, size);
-  }
-};
-
-/// Writes ids narrowed to `Id`, a block at a time.
-template <class Id>
-void write_ids(ChecksummedWriter& writer, const std::vector<int32_t>& ids) {
-  std::vector<Id> block;
-  for (size_t begin = 0; begin < ids.size(); begin += kBlockIds) {
-    const size_t end = std::min(ids.size(), begin + kBlockIds);
-    block.assign(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
-    writer.write(block.data(), block.size() * sizeof(Id));
-  }
-}
-
-void check_ids(const TokenizedSide& side, int64_t vocab_size, const std::string& path) {
-  for (const int32_t id : side.tokens) {
-    if (id < 0 || id >= vocab_size) {
-      throw std::invalid_argument(path + ": id " + std::to_string(id) + " outside the vocabulary of " +
-                                  std::to_string(vocab_size));
-    }
-  }
-}
-
-/// An input file that keeps a running CRC-32 of what it reads.
-struct ChecksummedReader {
-  std::ifstream in;
-  std::string path;
-  uint32_t crc = 0;
-  void read(void* bytes, size_t size) {
-    if (!in.read(static_cast<char*>(bytes), static_cast<std::streamsize>(size))) {
-      throw std::runtime_error(path + ": truncated dataset file (run `tfm prepare` again to rebuild it)");
-    }
-    crc = crc_of(crc, bytes, size);
-  }
-};
-
-/// Reads `count` ids stored as `Id` into `ids` (int32), a block at a time.
-template <class Id>
-void read_ids(ChecksummedReader& reader, int64_t count, std::vector<int32_t>& ids) {
-  ids.resize(static_cast<size_t>(count));
-  if constexpr (sizeof(Id) == sizeof(int32_t)) {
-    reader.read(ids.data(), ids.size() * sizeof(int32_t));
-  } else {
-    std::vector<Id> block(kBlockIds);
-    for (size_t begin = 0; begin < ids.size(); begin += kBlockIds) {
-      const size_t size = std::min(ids.size() - begin, kBlockIds);
-      reader.read(block.data(), size * sizeof(Id));
-      std::copy(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(size),
-                ids.begin() + static_cast<std::ptrdiff_t>(begin));
-    }
-  }
-}
-
-void check_offsets(const TokenizedSide& side, const std::string& path) {
-  const auto& offsets = side.offsets;
-  const bool ordered = std::is_sorted(offsets.begin(), offsets.end());
-  if (offsets.front() != 0 || !ordered || offsets.back() != side.total_tokens()) {
-    throw std::runtime_error(path + ": corrupt dataset file (inconsistent sentence offsets)");
-  }
-}
-
 }  // namespace
 
-void save_dataset(const ParallelDataset& data, int64_t vocab_size, const std::string& path) {
-  check_ids(data.source, vocab_size, path);
-  check_ids(data.target, vocab_size, path);
-  Header header;
-  header.id_bytes = vocab_size <= 65536 ? 2 : 4;
-  header.pairs = data.size();
-  header.source_tokens = data.source.total_tokens();
-  header.target_tokens = data.target.total_tokens();
-  header.vocab_size = vocab_size;
+struct ShardWriter::State {
+  DurableFileWriter file;
+  DatasetHeader header;
+  uint32_t crc = 0;
+  std::vector<int64_t> offsets{0};
+  std::vector<uint16_t> source_lengths, target_lengths;
+  std::vector<unsigned char> narrowed;  // one pair's ids as stored
 
-  DurableFileWriter file(path);
-  ChecksummedWriter writer{file};
-  const HeaderBytes placeholder{};
-  file.write(placeholder.data(), kHeaderBytes);
-  for (const TokenizedSide* side : {&data.source, &data.target}) {
-    writer.write(side->offsets.data(), side->offsets.size() * sizeof(int64_t));
+  State(const std::string& path, int64_t vocab_size) : file(path) {
+    header.vocab_size = vocab_size;
+    header.id_bytes = vocab_size <= 65536 ? 2 : 4;
+    const DatasetHeaderBytes placeholder{};
+    file.write(placeholder.data(), placeholder.size());
   }
-  for (const TokenizedSide* side : {&data.source, &data.target}) {
-    header.id_bytes == 2 ? write_ids<uint16_t>(writer, side->tokens) : write_ids<int32_t>(writer, side->tokens);
+  void write(const void* bytes, size_t size) {
+    crc = crc_of(crc, bytes, size);
+    file.write(bytes, size);
   }
-  header.payload_crc = writer.crc;
-  const HeaderBytes bytes = encode_header(header);
-  file.write_at(0, bytes.data(), kHeaderBytes);
-  file.commit();
+  /// Appends `ids` in the stored width to `narrowed`.
+  void narrow(const std::vector<int64_t>& ids) {
+    for (const int64_t id : ids) {
+      if (id < 0 || id >= header.vocab_size) {
+        throw std::invalid_argument(file.path() + ": id " + std::to_string(id) + " outside the vocabulary of " +
+                                    std::to_string(header.vocab_size));
+      }
+      const auto value = static_cast<uint32_t>(id);
+      const size_t at = narrowed.size();
+      narrowed.resize(at + header.id_bytes);
+      std::memcpy(narrowed.data() + at, &value, header.id_bytes);  // little-endian: the low bytes
+    }
+  }
+};
+
+ShardWriter::ShardWriter(const std::string& path, int64_t vocab_size)
+    : state_(std::make_unique<State>(path, vocab_size)) {}
+
+ShardWriter::~ShardWriter() = default;
+
+void ShardWriter::add(const std::vector<int64_t>& source, const std::vector<int64_t>& target) {
+  State& s = *state_;
+  for (const auto* side : {&source, &target}) {
+    if (static_cast<int64_t>(side->size()) > kMaxShardSentenceLength) {
+      throw std::invalid_argument(s.file.path() + ": a sentence of " + std::to_string(side->size()) +
+                                  " subwords, more than a shard holds (" + std::to_string(kMaxShardSentenceLength) +
+                                  "; lower " + option_name("max_len") + ")");
+    }
+  }
+  s.narrowed.clear();
+  s.narrow(source);
+  s.narrow(target);
+  s.write(s.narrowed.data(), s.narrowed.size());
+  s.offsets.push_back(s.offsets.back() + static_cast<int64_t>(source.size() + target.size()));
+  s.source_lengths.push_back(static_cast<uint16_t>(source.size()));
+  s.target_lengths.push_back(static_cast<uint16_t>(target.size()));
+  DatasetHeader& h = s.header;
+  ++h.pairs;
+  h.source_tokens += static_cast<int64_t>(source.size());
+  h.target_tokens += static_cast<int64_t>(target.size());
+  h.max_source_length = std::max(h.max_source_length, static_cast<uint32_t>(source.size()));
+  h.max_target_length = std::max(h.max_target_length, static_cast<uint32_t>(target.size()));
+}
+
+int64_t ShardWriter::pairs() const { return state_->header.pairs; }
+
+uint64_t ShardWriter::bytes() const { return state_->header.file_bytes(); }
+
+void ShardWriter::commit() {
+  State& s = *state_;
+  const uint64_t ids_end = kDatasetHeaderBytes + s.header.id_bytes * static_cast<uint64_t>(s.offsets.back());
+  const unsigned char zeros[8] = {};
+  s.write(zeros, s.header.offsets_at() - ids_end);
+  s.write(s.offsets.data(), s.offsets.size() * sizeof(int64_t));
+  s.write(s.source_lengths.data(), s.source_lengths.size() * sizeof(uint16_t));
+  s.write(s.target_lengths.data(), s.target_lengths.size() * sizeof(uint16_t));
+  s.header.payload_crc = s.crc;
+  const DatasetHeaderBytes bytes = encode_header(s.header);
+  s.file.write_at(0, bytes.data(), bytes.size());
+  s.file.commit();
+}
+
+Shard open_shard(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(system_error(path, "cannot open dataset file"));
+  DatasetHeader header;
+  struct stat status {};
+  try {
+    if (fstat(fd, &status) != 0) throw std::runtime_error(system_error(path, "cannot read dataset file"));
+    header = read_header(fd, path, static_cast<uint64_t>(status.st_size));
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  if (header.version == 1) {
+    close(fd);
+    return read_version1_shard(path, header);
+  }
+  auto file = std::make_shared<MappedShardFile>(path, fd, static_cast<size_t>(status.st_size), header.payload_crc);
+  const unsigned char* base = file->bytes();
+  ShardArrays arrays;
+  arrays.pairs = header.pairs;
+  arrays.ids = base + kDatasetHeaderBytes;
+  arrays.id_bytes = static_cast<int>(header.id_bytes);
+  arrays.id_count = header.source_tokens + header.target_tokens;
+  arrays.pair_offsets = reinterpret_cast<const int64_t*>(base + header.offsets_at());
+  arrays.source_lengths = reinterpret_cast<const uint16_t*>(arrays.pair_offsets + header.pairs + 1);
+  arrays.target_lengths = arrays.source_lengths + header.pairs;
+  arrays.max_source_length = header.max_source_length;
+  arrays.max_target_length = header.max_target_length;
+  return Shard(arrays, header.vocab_size, path, std::move(file));
+}
+
+void save_dataset(const ParallelDataset& data, int64_t vocab_size, const std::string& path) {
+  ShardWriter writer(path, vocab_size);
+  for (int64_t i = 0; i < data.size(); ++i) writer.add(data.source.ids(i), data.target.ids(i));
+  writer.commit();
 }
 
 LoadedDataset load_dataset(const std::string& path) {
-  ChecksummedReader reader{std::ifstream(path, std::ios::binary), path};
-  if (!reader.in) throw std::runtime_error(path + ": cannot open dataset file (" + std::strerror(errno) + ")");
-  HeaderBytes bytes{};
-  if (!reader.in.read(reinterpret_cast<char*>(bytes.data()), kHeaderBytes)) {
-    throw std::runtime_error(path + ": truncated dataset file (shorter than its header)");
-  }
-  const Header header = decode_header(bytes, path);
-  std::error_code error;
-  const uint64_t actual = std::filesystem::file_size(path, error);
-  if (!error && actual != header.file_bytes()) {
-    throw std::runtime_error(path + ": " + (actual < header.file_bytes() ? "truncated" : "corrupt") +
-                             " dataset file (" + std::to_string(actual) + " bytes, the header says " +
-                             std::to_string(header.file_bytes()) + "; run `tfm prepare` again to rebuild it)");
-  }
+  const Shard shard = open_shard(path);
+  shard.verify();
   LoadedDataset loaded;
-  loaded.vocab_size = header.vocab_size;
-  ParallelDataset& data = loaded.data;
-  for (TokenizedSide* side : {&data.source, &data.target}) {
-    side->offsets.resize(static_cast<size_t>(header.pairs + 1));
-    reader.read(side->offsets.data(), side->offsets.size() * sizeof(int64_t));
-  }
-  for (TokenizedSide* side : {&data.source, &data.target}) {
-    const int64_t count = side == &data.source ? header.source_tokens : header.target_tokens;
-    header.id_bytes == 2 ? read_ids<uint16_t>(reader, count, side->tokens)
-                         : read_ids<int32_t>(reader, count, side->tokens);
-  }
-  if (reader.crc != header.payload_crc) {
-    throw std::runtime_error(path +
-                             ": corrupt dataset file (checksum mismatch; run `tfm prepare` again to rebuild it)");
-  }
-  check_offsets(data.source, path);
-  check_offsets(data.target, path);
-  // Checked again on load: an id outside the vocabulary would index past the embedding table.
-  for (const TokenizedSide* side : {&data.source, &data.target}) {
-    for (const int32_t id : side->tokens) {
-      if (id < 0 || id >= header.vocab_size) {
-        throw std::runtime_error(path + ": corrupt dataset file (id " + std::to_string(id) +
-                                 " outside the vocabulary of " + std::to_string(header.vocab_size) +
-                                 "; run `tfm prepare` again to rebuild it)");
-      }
+  loaded.vocab_size = shard.vocab_size();
+  std::vector<int64_t> source, target;
+  for (int64_t i = 0; i < shard.size(); ++i) {
+    if (shard.source_length(i) > shard.max_source_length() || shard.target_length(i) > shard.max_target_length()) {
+      throw std::runtime_error(path + ": corrupt dataset file (pair " + std::to_string(i + 1) +
+                               " is longer than the header's longest)" + kRebuildHint);
     }
+    source.resize(static_cast<size_t>(shard.source_length(i)));
+    target.resize(static_cast<size_t>(shard.target_length(i)));
+    shard.read_pair(i, source.data(), target.data());
+    loaded.data.append(source, target);
   }
   return loaded;
 }

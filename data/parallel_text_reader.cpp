@@ -17,6 +17,7 @@ class ParallelTextReader::Source {
   virtual bool next(TextPair& pair) = 0;
   virtual std::string where(int64_t index) const = 0;
   virtual std::string describe() const = 0;
+  virtual double fraction_read() const { return -1; }
 };
 
 namespace {
@@ -59,6 +60,7 @@ class LinePairs : public ParallelTextReader::Source {
     return source_.path() + ":" + line + " / " + target_.path() + ":" + line;
   }
   std::string describe() const override { return source_.path() + " + " + target_.path(); }
+  double fraction_read() const override { return source_.fraction_read(); }
 
  private:
   LineReader source_, target_;
@@ -82,6 +84,7 @@ class TsvPairs : public ParallelTextReader::Source {
   }
   std::string where(int64_t index) const override { return reader_.path() + ":" + std::to_string(index + 1); }
   std::string describe() const override { return reader_.path(); }
+  double fraction_read() const override { return reader_.fraction_read(); }
 
  private:
   LineReader reader_;
@@ -150,5 +153,6 @@ size_t ParallelTextReader::read(std::vector<TextPair>& pairs, size_t max_pairs) 
 
 std::string ParallelTextReader::where(int64_t index) const { return source_->where(index); }
 std::string ParallelTextReader::describe() const { return source_->describe(); }
+double ParallelTextReader::fraction_read() const { return source_->fraction_read(); }
 
 }  // namespace tfm

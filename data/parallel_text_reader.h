@@ -43,6 +43,8 @@ class ParallelTextReader {
   std::string where(int64_t index) const;
   /// The file(s) read, for messages: "train.en + train.de".
   std::string describe() const;
+  /// The share of the (source) file read so far, in [0, 1]; negative when unknown.
+  double fraction_read() const;
 
   class Source;  // one of the three layouts (defined in the .cpp)
 

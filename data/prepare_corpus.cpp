@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "data/prepared_dir.h"
+#include "data/progress_meter.h"
+#include "runtime/durable_file.h"
 #include "text/option_names.h"
 
 namespace fs = std::filesystem;
@@ -23,29 +26,64 @@ struct TemporaryFiles {
   }
 };
 
-/// The training text as one-sentence-a-line files for SentencePiece, each side written out to `dir`
-/// (recorded in `temporary`) through the same reader that training uses: TSV lines and SGML sets
-/// become plain sentences, and bad UTF-8 or misaligned files fail here, naming file and line,
-/// before minutes of tokenizer training.
-std::vector<std::string> tokenizer_inputs(const CorpusFiles& files, const fs::path& dir, TemporaryFiles& temporary) {
+/// Algorithm R (Vitter, 1985): a uniform sample of `capacity` pairs from a stream of unknown
+/// length, in one pass. A corpus no larger than the sample is kept whole, in order.
+class PairReservoir {
+ public:
+  PairReservoir(size_t capacity, uint64_t seed) : capacity_(capacity), state_(seed) {}
+  void offer(TextPair& pair) {
+    ++seen_;
+    if (capacity_ == 0 || pairs_.size() < capacity_) {
+      pairs_.push_back(std::move(pair));
+      return;
+    }
+    const uint64_t slot = next() % seen_;
+    if (slot < capacity_) pairs_[slot] = std::move(pair);
+  }
+  const std::vector<TextPair>& pairs() const { return pairs_; }
+
+ private:
+  uint64_t next() {  // SplitMix64: the same sample with every standard library
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  size_t capacity_;  // 0: keep everything
+  uint64_t state_;
+  uint64_t seen_ = 0;
+  std::vector<TextPair> pairs_;
+};
+
+/// The tokenizer's training text: a uniform sample of the training pairs (the reader training
+/// uses turns TSV lines and SGML sets into plain sentences, and finds bad UTF-8 or misaligned
+/// files here, naming file and line, before minutes of tokenizer training), one sentence a line
+/// in two files in `dir` (recorded in `temporary`).
+std::vector<std::string> tokenizer_inputs(const CorpusFiles& files, const TokenizerTrainOptions& trainer,
+                                          const fs::path& dir, TemporaryFiles& temporary) {
   fs::create_directories(dir);
+  PairReservoir reservoir(static_cast<size_t>((trainer.max_sentences + 1) / 2), trainer.seed);
+  ParallelTextReader reader = open_corpus(files);
+  ProgressMeter progress(reader.describe() + ": sampling for the tokenizer");
+  std::vector<TextPair> pairs;
+  while (reader.read(pairs, 65536) > 0) {
+    for (auto& pair : pairs) reservoir.offer(pair);
+    progress.update(reader.fraction_read(), std::to_string(reader.pairs_read()) + " pairs");
+  }
   temporary.paths = {(dir / "spm-input.src.tmp").string(), (dir / "spm-input.tgt.tmp").string()};
   std::ofstream source(temporary.paths[0], std::ios::binary), target(temporary.paths[1], std::ios::binary);
-  ParallelTextReader reader = open_corpus(files);
-  std::vector<TextPair> pairs;
   int64_t non_empty = 0;
-  while (reader.read(pairs, 65536) > 0) {
-    for (const auto& pair : pairs) {
-      source << pair.source << '\n';
-      target << pair.target << '\n';
-      non_empty += !pair.source.empty() || !pair.target.empty();
-    }
+  for (const auto& pair : reservoir.pairs()) {
+    source << pair.source << '\n';
+    target << pair.target << '\n';
+    non_empty += !pair.source.empty() || !pair.target.empty();
   }
   if (!source.flush() || !target.flush()) throw std::runtime_error(dir.string() + ": cannot write tokenizer input");
   if (non_empty == 0) {
     throw std::runtime_error((files.tsv.empty() ? files.source : files.tsv) +
                              ": no sentences to train a tokenizer on (the corpus is empty)");
   }
+  spdlog::info("tokenizer sample: {} of {} pairs", reservoir.pairs().size(), reader.pairs_read());
   return temporary.paths;
 }
 
@@ -53,9 +91,27 @@ Tokenizer obtain_tokenizer(const PrepareCorpusOptions& options, const fs::path& 
   if (!options.spm.empty()) return Tokenizer::from_file(options.spm);
   TokenizerTrainOptions trainer = options.tokenizer;
   TemporaryFiles temporary;
-  trainer.inputs = tokenizer_inputs(options.train, work_dir, temporary);
+  trainer.inputs = tokenizer_inputs(options.train, trainer, work_dir, temporary);
   spdlog::info("training a joint {}-piece {} SentencePiece model", trainer.vocab_size, trainer.model_type);
   return Tokenizer::from_serialized(train_tokenizer(trainer), "trained model");
+}
+
+/// Streams one split into shard files of `dir`; its counts are logged under `name`.
+CleaningReport write_split(const CorpusFiles& files, const std::string& name, const Tokenizer& tokenizer,
+                           const PrepareOptions& options, const fs::path& dir, uint64_t shard_bytes,
+                           std::vector<std::string>* written) {
+  ParallelTextReader reader = open_corpus(files);
+  SplitWriter writer(dir.string(), name, tokenizer.vocab_size(), shard_bytes);
+  const CleaningReport report = prepare_split(
+      reader, tokenizer, options, [&writer](const auto& source, const auto& target) { writer.add(source, target); });
+  log_report(name, report, options.cleaning);
+  if (report.kept == 0) {
+    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " +
+                             option_name("max_len") + ")");
+  }
+  const std::vector<std::string> files_written = writer.commit();
+  if (written != nullptr) *written = files_written;
+  return report;
 }
 
 }  // namespace
@@ -100,18 +156,32 @@ void validate(const PrepareCorpusOptions& options) {
     validate(trainer);
   }
   validate(options.prepare.cleaning);
+  if (options.shard_bytes == 0) throw std::invalid_argument(option_name("shard_size") + " must be positive");
 }
 
-PreparedCorpus prepare_corpus(const PrepareCorpusOptions& options, const fs::path& work_dir,
+PreparedCorpus prepare_corpus(const PrepareCorpusOptions& options, const fs::path& out_dir,
                               const std::optional<Tokenizer>& given) {
   validate(options);
+  std::error_code error;
+  fs::create_directories(out_dir, error);
+  if (error) throw std::runtime_error(out_dir.string() + ": cannot create directory (" + error.message() + ")");
   const auto start = std::chrono::steady_clock::now();
-  Tokenizer tokenizer = given ? *given : obtain_tokenizer(options, work_dir);
-  const double tokenizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  PreparedSplit train = prepare_corpus_split(options.train, "train", tokenizer, options.prepare);
-  std::optional<PreparedSplit> valid;
-  if (options.valid.given()) valid = prepare_corpus_split(options.valid, "valid", tokenizer, options.prepare);
-  return {std::move(tokenizer), std::move(train), std::move(valid), tokenizer_seconds};
+  auto since = [](std::chrono::steady_clock::time_point from) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  };
+  PreparedCorpus corpus{given ? *given : obtain_tokenizer(options, out_dir), {}, {}, {}, 0, 0};
+  corpus.tokenizer_seconds = given ? 0.0 : since(start);
+  const auto encode_start = std::chrono::steady_clock::now();
+  write_file_durably((out_dir / kPreparedModelFile).string(), corpus.tokenizer.serialized());
+  corpus.train = write_split(options.train, "train", corpus.tokenizer, options.prepare, out_dir, options.shard_bytes,
+                             &corpus.train_files);
+  if (options.valid.given()) {
+    corpus.valid = write_split(options.valid, "valid", corpus.tokenizer, options.prepare, out_dir, UINT64_MAX, nullptr);
+  } else {
+    remove_split_files(out_dir.string(), "valid");
+  }
+  corpus.encode_seconds = since(encode_start);
+  return corpus;
 }
 
 }  // namespace tfm

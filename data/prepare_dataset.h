@@ -1,8 +1,10 @@
 #pragma once
-// Raw parallel text -> cleaned, tokenized ParallelDataset: what `tfm prepare` does before
-// writing, and what `tfm train` can call directly on raw text.
+// Raw parallel text -> cleaned, tokenized pairs, streamed: what `tfm prepare` writes into shard
+// files as it goes, and what a raw validation set becomes in memory.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "data/cleaning.h"
 #include "data/parallel_dataset.h"
@@ -18,16 +20,25 @@ struct PrepareOptions {
   int64_t chunk_pairs = 65536;  // pairs read and tokenized at a time (bounds the text held in memory)
 };
 
-/// A prepared corpus and what cleaning dropped from it.
+/// Receives each kept pair's ids (no bos/eos), in corpus order.
+using PairSink = std::function<void(const std::vector<int64_t>& source, const std::vector<int64_t>& target)>;
+
+/// Reads every pair from `reader`, tokenizes it on all cores and hands the pairs that pass the
+/// cleaning rules to `keep`, in corpus order, holding one chunk of text at a time. Dropped pairs
+/// are counted in the report (and each logged at debug level with its file and line). Progress
+/// is logged as `phase` with an estimate of the time left. Throws what the reader throws
+/// (std::runtime_error naming file and line), what `keep` throws, and std::invalid_argument for
+/// bad options.
+CleaningReport prepare_split(ParallelTextReader& reader, const Tokenizer& tokenizer, const PrepareOptions& options,
+                             const PairSink& keep, const std::string& phase = "encoding");
+
+/// A prepared corpus in memory and what cleaning dropped from it.
 struct PreparedSplit {
   ParallelDataset data;
   CleaningReport report;
 };
 
-/// Reads every pair from `reader`, tokenizes it on all cores and keeps the pairs that pass the
-/// cleaning rules, in corpus order. Dropped pairs are counted in the report (and each logged at
-/// debug level with its file and line). Throws what the reader throws (std::runtime_error naming
-/// file and line) and std::invalid_argument for bad options. Logs progress at info level.
+/// prepare_split into memory (a validation set, tests).
 PreparedSplit prepare_split(ParallelTextReader& reader, const Tokenizer& tokenizer, const PrepareOptions& options);
 
 }  // namespace tfm

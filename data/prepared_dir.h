@@ -1,12 +1,14 @@
 #pragma once
 // The directory `tfm prepare --out DIR` writes and `tfm train` reads:
-//   DIR/spm.model   the joint SentencePiece model the ids come from
-//   DIR/train.bin   the training split (data/dataset_file.h)
-//   DIR/valid.bin   the validation split, when one was given
+//   DIR/spm.model                  the joint SentencePiece model the ids come from
+//   DIR/train.bin                  the training split as one shard (data/dataset_file.h), or
+//   DIR/train.000.bin, .001, ...   as several, each of bounded size
+//   DIR/valid.bin                  the validation split, when one was given
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "data/parallel_dataset.h"
+#include "data/shard.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tfm {
@@ -16,22 +18,29 @@ constexpr const char* kPreparedModelFile = "spm.model";
 constexpr const char* kPreparedTrainFile = "train.bin";
 constexpr const char* kPreparedValidFile = "valid.bin";
 
-/// A prepared directory, loaded.
+/// A prepared directory (or several), opened: the shards are mapped, not read.
 struct PreparedData {
   Tokenizer tokenizer;
-  ParallelDataset train;
-  std::optional<ParallelDataset> valid;
+  std::vector<Shard> train;
+  std::optional<Shard> valid;
 };
 
-/// Writes the model and splits into `dir` (created if missing). A valid.bin left from an earlier
-/// run is removed when `valid` is null, so the directory never mixes two preparations.
-/// Throws std::runtime_error when a file cannot be written.
-void save_prepared(const std::string& dir, const Tokenizer& tokenizer, const ParallelDataset& train,
-                   const ParallelDataset* valid);
+/// The shard files of split `split` ("train") in `dir`, in order: SPLIT.bin, or SPLIT.NNN.bin
+/// numbered from 000 without a gap. Empty when there are none. std::runtime_error when both
+/// forms are present or a number is missing (the directory mixes two preparations).
+std::vector<std::string> split_files(const std::string& dir, const std::string& split);
 
-/// Loads `dir`, checking every split's vocabulary size against the model's.
-/// Throws std::runtime_error naming the file that is missing, corrupt or does not match.
+/// Removes every shard file of `split` in `dir` (before a new preparation writes it).
+void remove_split_files(const std::string& dir, const std::string& split);
+
+/// Opens `dir`, checking every shard's vocabulary size against the model's. Shard checksums are
+/// left to Shard::verify (training verifies each shard before its first batch).
+/// std::runtime_error naming the file that is missing, damaged or does not match.
 PreparedData load_prepared(const std::string& dir);
+
+/// Several directories as one training set (fairseq's DIR1:DIR2): their training shards in the
+/// order given, the first one's validation split. Every directory must hold the same tokenizer.
+PreparedData load_prepared(const std::vector<std::string>& dirs);
 
 /// True when `dir` holds a model and a train split (what `tfm train` needs to tell a prepared
 /// directory from raw text).

@@ -104,6 +104,13 @@ void write_file_durably(const std::string& path, std::string_view bytes) {
   writer.commit();
 }
 
+void rename_durably(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) {
+    throw std::runtime_error(to + ": cannot rename " + from + " into place (" + std::strerror(errno) + ")");
+  }
+  flush_directory(to);
+}
+
 void copy_file_durably(const std::string& from, const std::string& to) {
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + ")");

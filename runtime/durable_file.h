@@ -48,6 +48,9 @@ class DurableFileWriter {
 
 /// The whole of `bytes` as PATH, durably (DurableFileWriter).
 void write_file_durably(const std::string& path, std::string_view bytes);
+/// Renames `from` (a durably written file) to `to` in the same directory, and flushes the
+/// directory: after a crash either name holds the whole file. std::runtime_error when it cannot.
+void rename_durably(const std::string& from, const std::string& to);
 /// A copy of `from` as `to`, durably: `to` is always a whole copy of some version of `from`.
 void copy_file_durably(const std::string& from, const std::string& to);
 

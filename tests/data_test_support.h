@@ -11,6 +11,7 @@
 #include "data/parallel_dataset.h"
 #include "data/parallel_text_reader.h"
 #include "data/prepare_dataset.h"
+#include "data/shard.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
 #include "tokenizer/tokenizer.h"
@@ -82,6 +83,16 @@ inline ParallelDataset random_dataset(int64_t pairs, int64_t max_len, uint64_t s
     data.append(source, target);
   }
   return data;
+}
+
+/// `data` as an in-memory shard (ids must lie below `vocab_size`).
+inline Shard as_shard(const ParallelDataset& data, int64_t vocab_size = 1000) {
+  return Shard::from_dataset(data, vocab_size, "test data");
+}
+
+/// as_shard(random_dataset(...)).
+inline Shard random_shard(int64_t pairs, int64_t max_len, uint64_t seed, int64_t vocab_size = 1000) {
+  return as_shard(random_dataset(pairs, max_len, seed, vocab_size), vocab_size);
 }
 
 /// The message of the exception of type E that `action` throws ("" when it throws none).

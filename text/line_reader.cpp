@@ -1,8 +1,10 @@
 #include "text/line_reader.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -16,6 +18,7 @@ struct LineReader::Handle {
   size_t begin = 0;  // unread bytes are buffer[begin, end)
   size_t end = 0;
   bool eof = false;
+  int64_t file_bytes = -1;  // -1: not a regular file
 };
 
 LineReader::LineReader(const std::string& path)
@@ -28,6 +31,16 @@ LineReader::LineReader(const std::string& path)
     throw std::runtime_error(path + ": " + reason);
   }
   gzbuffer(handle_->file, 1 << 17);  // 128 KiB reads: corpora are read front to back
+  struct stat status {};
+  if (path != "-" && stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode)) {
+    handle_->file_bytes = static_cast<int64_t>(status.st_size);
+  }
+}
+
+double LineReader::fraction_read() const {
+  if (handle_->file_bytes <= 0) return handle_->file_bytes == 0 ? 1.0 : -1.0;
+  const auto offset = static_cast<double>(gzoffset(handle_->file));
+  return std::min(1.0, offset / static_cast<double>(handle_->file_bytes));
 }
 
 LineReader::~LineReader() {

@@ -24,6 +24,9 @@ class LineReader {
   const std::string& path() const { return path_; }
   /// "path:line", for error messages.
   std::string where() const;
+  /// The share of the file (of its compressed bytes, for gzip) read so far, in [0, 1]; negative
+  /// when the size is unknown (standard input, a pipe).
+  double fraction_read() const;
 
  private:
   bool refill();

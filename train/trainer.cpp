@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "data/batching.h"
+#include "data/epoch_batches.h"
 #include "model/model_file.h"
 #include "runtime/allocator.h"
 #include "runtime/precision.h"
@@ -82,11 +83,12 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
   int64_t parameters = 0;
   for (const auto& p : model_->parameters()) parameters += p.numel();
   spdlog::info("model: {} parameters, d_model {}, {} heads, {}+{} layers; {} training pairs on {}", parameters,
-               config_.d_model, config_.heads, config_.encoder_layers, config_.decoder_layers, data_.train.size(),
+               config_.d_model, config_.heads, config_.encoder_layers, config_.decoder_layers, total_pairs(data_.train),
                device_.str());
   if (group_) {
-    join_ranks(*group_, model_, progress_, data_.train.size(), data_.tokenizer.serialized(), device_);
+    join_ranks(*group_, model_, progress_, total_pairs(data_.train), data_.tokenizer.serialized(), device_);
   }
+  batch_counts_ = count_batches(data_.train, options_.batching);
   update_step_ = std::make_unique<UpdateStep>(model_, *optimizer_, options_, device_, group_);
   validator_ = std::make_unique<Validator>(options_, data_.tokenizer, device_);
 }
@@ -182,28 +184,30 @@ void Trainer::after_update(bool epoch_end) {
 }
 
 bool Trainer::train_epoch(BatchPrefetcher& prefetcher, const std::atomic<bool>& interrupted) {
-  const auto batches = make_batches(data_.train, options_.batching, progress_.epoch);
-  epoch_batches_ = batches.size();
-  if (progress_.batch_in_epoch > static_cast<int64_t>(batches.size())) {
+  auto batches = std::make_shared<EpochBatches>(data_.train, batch_counts_, options_.batching, progress_.epoch);
+  epoch_batches_ = batches->size();
+  if (progress_.batch_in_epoch > static_cast<int64_t>(epoch_batches_)) {
     // Resumed with other batching flags (e.g. --max-tokens), the epoch may have fewer batches
     // than the checkpoint had done: it is over. (Left alone, the loop below never advanced.)
     spdlog::warn("resumed at batch {} of epoch {}, which has {} batches with these options: starting the next epoch",
-                 progress_.batch_in_epoch, progress_.epoch, batches.size());
-    progress_.batch_in_epoch = static_cast<int64_t>(batches.size());
+                 progress_.batch_in_epoch, progress_.epoch, epoch_batches_);
+    progress_.batch_in_epoch = static_cast<int64_t>(epoch_batches_);
   }
   // With one process, rank 0 of 1 takes every batch; with several, each its share of each update.
   const int rank = group_ ? group_->rank() : 0, ranks = group_ ? group_->size() : 1;
   const auto per_rank = static_cast<size_t>(options_.update_freq);
-  prefetcher.begin_epoch(rank_batches(batches, static_cast<size_t>(progress_.batch_in_epoch), per_rank, rank, ranks),
-                         0);
+  auto mine = std::make_shared<const std::vector<size_t>>(
+      rank_batches(epoch_batches_, static_cast<size_t>(progress_.batch_in_epoch), per_rank, rank, ranks));
+  prefetcher.begin_epoch(
+      mine->size(), [batches, mine](size_t i) { return batches->collate((*mine)[i]); }, 0);
   const auto budget_used = [&] { return schedule_.budget_used(progress_, elapsed_seconds(), epoch_batches_); };
-  while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
+  while (progress_.batch_in_epoch < static_cast<int64_t>(epoch_batches_)) {
     const auto share =
-        share_of_update(static_cast<size_t>(progress_.batch_in_epoch), batches.size(), per_rank, rank, ranks);
+        share_of_update(static_cast<size_t>(progress_.batch_in_epoch), epoch_batches_, per_rank, rank, ranks);
     log_->add(update_step_->run(prefetcher, share.count, progress_.update + 1, budget_used));
     progress_.batch_in_epoch += static_cast<int64_t>(share.consumed);
     ++progress_.update;
-    const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(batches.size());
+    const bool epoch_end = progress_.batch_in_epoch == static_cast<int64_t>(epoch_batches_);
     after_update(epoch_end);
     if (!epoch_end && should_stop(interrupted)) return false;
   }
@@ -217,7 +221,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
   last_validated_update_ = progress_.update;  // a resumed run that stops at once rewrites nothing
   last_memory_release_ = session_start_;
   log_ = std::make_unique<ProgressLog>(options_.save_dir, options_.dtype, group_ ? group_->size() : 0, session_start_);
-  BatchPrefetcher prefetcher(data_.train, device_);  // one collating thread for the whole run
+  BatchPrefetcher prefetcher(device_);  // one collating thread for the whole run
   for (;;) {
     if (const auto stop = should_stop(interrupted)) {
       log_progress(true);

@@ -87,55 +87,79 @@ PrepareCorpusOptions corpus_options(const TrainOptions& o) {
   return corpus;
 }
 
-/// check_fits_positions for one split.
-void check_split_fits(const ParallelDataset& data, const ModelConfig& config, const std::string& split) {
+/// check_fits_positions for one split (`first`: the number of the shard's first pair in the split).
+void check_split_fits(const Shard& data, int64_t first, const ModelConfig& config, const std::string& split) {
+  if (std::max(data.max_source_length(), data.max_target_length()) + 1 <= config.max_positions) return;
   for (int64_t i = 0; i < data.size(); ++i) {
-    const int64_t longest = std::max(data.source.length(i), data.target.length(i));
+    const int64_t longest = std::max(data.source_length(i), data.target_length(i));
     if (longest + 1 > config.max_positions) {
       throw std::invalid_argument(fmt::format(
           "{} pair {} has {} subwords, more than the model's {} learned positions hold with eos (filter the data "
           "with {} {} or raise {})",
-          split, i + 1, longest, config.max_positions, option_name("max_len"), config.max_positions - 1,
+          split, first + i + 1, longest, config.max_positions, option_name("max_len"), config.max_positions - 1,
           option_name("max_positions")));
     }
   }
+}
+
+/// --train-src as a list of prepared directories (DIR1:DIR2), or empty when it is not one.
+std::vector<std::string> prepared_dirs(const std::string& train_src) {
+  std::vector<std::string> dirs;
+  size_t begin = 0;
+  for (;;) {
+    const size_t end = train_src.find(':', begin);
+    dirs.push_back(train_src.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  for (const auto& dir : dirs) {
+    if (!is_prepared_dir(dir)) return {};
+  }
+  return dirs;
 }
 
 }  // namespace
 
 void check_fits_positions(const TrainingData& data, const ModelConfig& config) {
   if (config.positions != PositionEncoding::kLearned) return;
-  check_split_fits(data.train, config, "training");
-  if (data.valid) check_split_fits(*data.valid, config, "validation");
+  int64_t first = 0;
+  for (const Shard& shard : data.train) {
+    check_split_fits(shard, first, config, "training");
+    first += shard.size();
+  }
+  if (data.valid) check_split_fits(*data.valid, 0, config, "validation");
 }
 
 TrainingData load_training_data(const TrainOptions& o, const std::optional<std::string>& tokenizer_proto) {
-  if (o.train_tgt.empty() && is_prepared_dir(o.train_src)) {
-    auto prepared = load_prepared(o.train_src);
-    TrainingData data{std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
-    if (!o.valid_src.empty()) {
-      const PrepareCorpusOptions corpus = corpus_options(o);  // raw validation text, the directory's tokenizer
-      data.valid = std::move(prepare_corpus_split(corpus.valid, "valid", data.tokenizer, corpus.prepare).data);
+  if (o.train_tgt.empty()) {
+    if (const auto dirs = prepared_dirs(o.train_src); !dirs.empty()) {
+      auto prepared = load_prepared(dirs);
+      TrainingData data{std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
+      if (!o.valid_src.empty()) {
+        const PrepareCorpusOptions corpus = corpus_options(o);  // raw validation text, the directory's tokenizer
+        const ParallelDataset valid = prepare_corpus_split(corpus.valid, "valid", data.tokenizer, corpus.prepare).data;
+        data.valid = Shard::from_dataset(valid, data.tokenizer.vocab_size(),
+                                         corpus.valid.tsv.empty() ? corpus.valid.source : corpus.valid.tsv);
+      }
+      return data;
     }
-    return data;
   }
   const fs::path cache = fs::path(o.save_dir) / "prepared";
   const auto inputs = fingerprint(o);
   std::optional<Tokenizer> given = given_tokenizer(o, tokenizer_proto);
   if (cache_matches(cache, inputs, given)) {
     spdlog::info("using the prepared data cached in {}", cache.string());
-    auto prepared = load_prepared(cache.string());
-    return {std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
+  } else {
+    const std::string source = given ? "given" : "trained";
+    std::error_code ignored;
+    fs::remove(cache / "inputs.json", ignored);  // half-written shards must never pass for a finished cache
+    const PreparedCorpus corpus = prepare_corpus(corpus_options(o), cache, std::move(given));
+    const nlohmann::json record = {
+        {"inputs", inputs}, {"tokenizer", tokenizer_key(corpus.tokenizer)}, {"tokenizer_source", source}};
+    write_file_durably((cache / "inputs.json").string(), record.dump(2) + "\n");
   }
-  const std::string source = given ? "given" : "trained";
-  PreparedCorpus corpus = prepare_corpus(corpus_options(o), cache, std::move(given));
-  TrainingData data{std::move(corpus.tokenizer), std::move(corpus.train.data), std::nullopt};
-  if (corpus.valid) data.valid = std::move(corpus.valid->data);
-  save_prepared(cache.string(), data.tokenizer, data.train, data.valid ? &*data.valid : nullptr);
-  const nlohmann::json record = {
-      {"inputs", inputs}, {"tokenizer", tokenizer_key(data.tokenizer)}, {"tokenizer_source", source}};
-  write_file_durably((cache / "inputs.json").string(), record.dump(2) + "\n");
-  return data;
+  auto prepared = load_prepared(cache.string());
+  return {std::move(prepared.tokenizer), std::move(prepared.train), std::move(prepared.valid)};
 }
 
 }  // namespace tfm

@@ -13,12 +13,11 @@ UpdateShare share_of_update(size_t first, size_t epoch_batches, size_t per_rank,
   return share;
 }
 
-std::vector<std::vector<int64_t>> rank_batches(const std::vector<std::vector<int64_t>>& batches, size_t first,
-                                               size_t per_rank, int rank, int ranks) {
-  std::vector<std::vector<int64_t>> mine;
-  while (first < batches.size()) {
-    const UpdateShare share = share_of_update(first, batches.size(), per_rank, rank, ranks);
-    for (size_t i = share.begin; i < share.begin + share.count; ++i) mine.push_back(batches[i]);
+std::vector<size_t> rank_batches(size_t epoch_batches, size_t first, size_t per_rank, int rank, int ranks) {
+  std::vector<size_t> mine;
+  while (first < epoch_batches) {
+    const UpdateShare share = share_of_update(first, epoch_batches, per_rank, rank, ranks);
+    for (size_t i = share.begin; i < share.begin + share.count; ++i) mine.push_back(i);
     first += share.consumed;
   }
   return mine;

@@ -19,9 +19,8 @@ struct UpdateShare {
 
 UpdateShare share_of_update(size_t first, size_t epoch_batches, size_t per_rank, int rank, int ranks);
 
-/// Rank `rank`'s batches, update after update, from batch `first` of the epoch to its end: what
-/// its prefetcher collates, in the order share_of_update hands them out.
-std::vector<std::vector<int64_t>> rank_batches(const std::vector<std::vector<int64_t>>& batches, size_t first,
-                                               size_t per_rank, int rank, int ranks);
+/// Rank `rank`'s batches (indices into the epoch's), update after update, from batch `first` of the
+/// epoch to its end: what its prefetcher collates, in the order share_of_update hands them out.
+std::vector<size_t> rank_batches(size_t epoch_batches, size_t first, size_t per_rank, int rank, int ranks);
 
 }  // namespace tfm

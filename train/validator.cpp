@@ -18,13 +18,13 @@ namespace tfm {
 namespace {
 
 /// Source and reference texts of a tokenized split, for BLEU (decoded from the ids it holds).
-std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const ParallelDataset& data,
-                                                                          const Tokenizer& tokenizer, int64_t limit) {
+std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const Shard& data, const Tokenizer& tokenizer,
+                                                                          int64_t limit) {
   const int64_t n = limit > 0 ? std::min(limit, data.size()) : data.size();
   std::vector<std::string> sources, references;
   for (int64_t i = 0; i < n; ++i) {
-    sources.push_back(tokenizer.decode(data.source.ids(i)));
-    references.push_back(tokenizer.decode(data.target.ids(i)));
+    sources.push_back(tokenizer.decode(data.source_ids(i)));
+    references.push_back(tokenizer.decode(data.target_ids(i)));
   }
   return {sources, references};
 }
@@ -34,7 +34,8 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const 
 Validator::Validator(const TrainOptions& options, Tokenizer tokenizer, const torch::Device& device)
     : options_(options), tokenizer_(std::move(tokenizer)), device_(device) {}
 
-ValidationResult Validator::run(Transformer model, const ParallelDataset& valid) const {
+ValidationResult Validator::run(Transformer model, const Shard& valid) const {
+  valid.verify();
   ValidationResult result;
   model->eval();
   {

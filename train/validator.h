@@ -4,7 +4,7 @@
 
 #include <torch/types.h>
 
-#include "data/parallel_dataset.h"
+#include "data/shard.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
@@ -27,7 +27,7 @@ class Validator {
   Validator(const TrainOptions& options, Tokenizer tokenizer, const torch::Device& device);
 
   /// The model is put in evaluation mode and back in training mode afterwards.
-  ValidationResult run(Transformer model, const ParallelDataset& valid) const;
+  ValidationResult run(Transformer model, const Shard& valid) const;
 
   /// Records `result` in `progress` under --best-metric; returns whether it is the best so far.
   bool record(const ValidationResult& result, TrainingProgress& progress) const;

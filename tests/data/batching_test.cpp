@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "data/prepare_dataset.h"
@@ -13,15 +14,15 @@ namespace {
 using Batches = std::vector<std::vector<int64_t>>;
 
 /// Checks the two promises of make_batches: each pair exactly once, and no side over budget.
-void expect_valid_batches(const ParallelDataset& data, const Batches& batches, const BatchingOptions& options) {
+void expect_valid_batches(const Shard& data, const Batches& batches, const BatchingOptions& options) {
   std::vector<int> seen(static_cast<size_t>(data.size()), 0);
   for (const auto& batch : batches) {
     ASSERT_FALSE(batch.empty());
     int64_t longest_source = 0, longest_target = 0;
     for (const int64_t i : batch) {
       ++seen.at(static_cast<size_t>(i));
-      longest_source = std::max(longest_source, data.source.length(i) + 1);
-      longest_target = std::max(longest_target, data.target.length(i) + 1);
+      longest_source = std::max(longest_source, data.source_length(i) + 1);
+      longest_target = std::max(longest_target, data.target_length(i) + 1);
     }
     const int64_t sentences = static_cast<int64_t>(batch.size());
     EXPECT_LE(sentences * longest_source, options.max_tokens);
@@ -34,7 +35,7 @@ void expect_valid_batches(const ParallelDataset& data, const Batches& batches, c
 }
 
 TEST(Batching, EveryPairInExactlyOneBatchWithinBudget) {
-  const ParallelDataset data = testing::random_dataset(5000, 80, 11);
+  const Shard data = testing::random_shard(5000, 80, 11);
   for (const int64_t max_tokens : {81, 200, 1000, 4096}) {
     for (const int64_t max_sentences : {0, 7}) {
       BatchingOptions options;
@@ -42,14 +43,76 @@ TEST(Batching, EveryPairInExactlyOneBatchWithinBudget) {
       options.max_sentences = max_sentences;
       for (const int64_t epoch : {1, 2}) {
         SCOPED_TRACE(::testing::Message() << "max_tokens " << max_tokens << " max_sentences " << max_sentences);
-        expect_valid_batches(data, make_batches(data, options, epoch), options);
+        const Batches batches = make_batches(data, options, epoch);
+        expect_valid_batches(data, batches, options);
+        const BatchingStats stats = batching_stats(data, options);
+        EXPECT_EQ(stats.batches, batches.size());
+        EXPECT_DOUBLE_EQ(stats.padding_efficiency(), padding_efficiency(data, batches));
+      }
+    }
+  }
+}
+
+/// make_batches as it was written first (a comparison sort of the shuffled pairs), the reference
+/// for its counting sort: SplitMix64 and Fisher-Yates as batching.cpp defines them.
+Batches reference_batches(const Shard& data, const BatchingOptions& options, int64_t epoch) {
+  uint64_t state = 0;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  state = options.seed;
+  state = next() ^ static_cast<uint64_t>(epoch);
+  auto shuffle = [&next](auto& items) {
+    for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[next() % i]);
+  };
+  std::vector<int64_t> order(static_cast<size_t>(data.size()));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  shuffle(order);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return data.source_length(a) != data.source_length(b) ? data.source_length(a) < data.source_length(b)
+                                                          : data.target_length(a) < data.target_length(b);
+  });
+  Batches batches;
+  std::vector<int64_t> batch;
+  int64_t source = 0, target = 0;
+  for (const int64_t i : order) {
+    const int64_t s = std::max(source, data.source_length(i) + 1), t = std::max(target, data.target_length(i) + 1);
+    const auto n = static_cast<int64_t>(batch.size()) + 1;
+    if (n * s > options.max_tokens || n * t > options.max_tokens ||
+        (options.max_sentences > 0 && n > options.max_sentences)) {
+      batches.push_back(batch);
+      batch.clear();
+      source = data.source_length(i) + 1, target = data.target_length(i) + 1;
+    } else {
+      source = s, target = t;
+    }
+    batch.push_back(i);
+  }
+  if (!batch.empty()) batches.push_back(batch);
+  shuffle(batches);
+  return batches;
+}
+
+TEST(Batching, CountingSortGivesTheBatchesOfAComparisonSort) {
+  const Shard data = testing::random_shard(3000, 60, 9);
+  for (const int64_t max_tokens : {61, 500, 4096}) {
+    for (const int64_t max_sentences : {0, 5}) {
+      BatchingOptions options;
+      options.max_tokens = max_tokens;
+      options.max_sentences = max_sentences;
+      for (const int64_t epoch : {1, 4}) {
+        EXPECT_EQ(make_batches(data, options, epoch), reference_batches(data, options, epoch))
+            << "max_tokens " << max_tokens << " max_sentences " << max_sentences << " epoch " << epoch;
       }
     }
   }
 }
 
 TEST(Batching, SameSeedAndEpochGiveTheSameBatches) {
-  const ParallelDataset data = testing::random_dataset(2000, 40, 5);
+  const Shard data = testing::random_shard(2000, 40, 5);
   BatchingOptions options;
   options.max_tokens = 500;
   EXPECT_EQ(make_batches(data, options, 3), make_batches(data, options, 3));
@@ -59,7 +122,7 @@ TEST(Batching, SameSeedAndEpochGiveTheSameBatches) {
 }
 
 TEST(Batching, DifferentEpochsGiveDifferentOrders) {
-  const ParallelDataset data = testing::random_dataset(2000, 40, 5);
+  const Shard data = testing::random_shard(2000, 40, 5);
   BatchingOptions options;
   options.max_tokens = 500;
   const Batches first = make_batches(data, options, 1), second = make_batches(data, options, 2);
@@ -69,8 +132,9 @@ TEST(Batching, DifferentEpochsGiveDifferentOrders) {
 }
 
 TEST(Batching, PairTooLongForTheBudgetThrowsNamingItInsteadOfLooping) {
-  ParallelDataset data = testing::random_dataset(100, 10, 5);
-  data.append(std::vector<int64_t>(30, 7), std::vector<int64_t>(5, 7));  // pair 100: 31 tokens with eos
+  ParallelDataset pairs = testing::random_dataset(100, 10, 5);
+  pairs.append(std::vector<int64_t>(30, 7), std::vector<int64_t>(5, 7));  // pair 100: 31 tokens with eos
+  const Shard data = testing::as_shard(pairs);
   BatchingOptions options;
   options.max_tokens = 30;
   const std::string message = testing::error_of<std::invalid_argument>([&] { make_batches(data, options, 1); });
@@ -83,18 +147,21 @@ TEST(Batching, PairTooLongForTheBudgetThrowsNamingItInsteadOfLooping) {
 TEST(Batching, RejectsBadOptionsAndHandlesEmptyData) {
   BatchingOptions options;
   options.max_tokens = 1;
-  EXPECT_THROW(make_batches({}, options, 1), std::invalid_argument);
+  const Shard empty = testing::as_shard({});
+  EXPECT_THROW(make_batches(empty, options, 1), std::invalid_argument);
   options.max_tokens = 100;
   options.max_sentences = -1;
-  EXPECT_THROW(make_batches({}, options, 1), std::invalid_argument);
+  EXPECT_THROW(make_batches(empty, options, 1), std::invalid_argument);
   options.max_sentences = 0;
-  EXPECT_TRUE(make_batches({}, options, 1).empty());
+  EXPECT_TRUE(make_batches(empty, options, 1).empty());
+  EXPECT_EQ(batching_stats(empty, options).batches, 0u);
 }
 
 TEST(Batching, CollateAddsEosAndBosAndPads) {
-  ParallelDataset data;
-  data.append({10, 11, 12}, {20, 21});
-  data.append({13}, {22, 23, 24, 25});
+  ParallelDataset pairs;
+  pairs.append({10, 11, 12}, {20, 21});
+  pairs.append({13}, {22, 23, 24, 25});
+  const Shard data = testing::as_shard(pairs);
   const Batch batch = collate(data, {1, 0});
   // source [B=2, S=4], target [B=2, T=5]
   const auto expect_rows = [](const torch::Tensor& tensor, const std::vector<std::vector<int64_t>>& rows) {
@@ -118,9 +185,10 @@ TEST(Batching, CollateAddsEosAndBosAndPads) {
 }
 
 TEST(Batching, PaddingEfficiencyCountsBothSides) {
-  ParallelDataset data;
-  data.append({5, 5, 5}, {5});  // source 4 (with eos), target 2
-  data.append({5}, {5});        // source 2, target 2
+  ParallelDataset pairs;
+  pairs.append({5, 5, 5}, {5});  // source 4 (with eos), target 2
+  pairs.append({5}, {5});        // source 2, target 2
+  const Shard data = testing::as_shard(pairs);
   // Real: 4 + 2 + 2 + 2 = 10; padded: 2 x 4 + 2 x 2 = 12.
   EXPECT_DOUBLE_EQ(padding_efficiency(data, {{0, 1}}), 10.0 / 12.0);
   EXPECT_DOUBLE_EQ(padding_efficiency(data, {{0}, {1}}), 1.0);
@@ -138,12 +206,14 @@ TEST(BatchingMulti30k, PaddingEfficiencyAtLeastNinetyPercent) {
                                                      tokenizer, PrepareOptions{});
   BatchingOptions options;
   options.max_tokens = 4096;
+  const Shard data = testing::as_shard(split.data, tokenizer.vocab_size());
   for (const int64_t epoch : {1, 2}) {
-    const Batches batches = make_batches(split.data, options, epoch);
-    expect_valid_batches(split.data, batches, options);
-    const double efficiency = padding_efficiency(split.data, batches);
+    const Batches batches = make_batches(data, options, epoch);
+    expect_valid_batches(data, batches, options);
+    const double efficiency = padding_efficiency(data, batches);
     EXPECT_GE(efficiency, 0.90);
-    std::cout << "[ info     ] Multi30k train: " << split.data.size() << " pairs, " << batches.size()
+    EXPECT_DOUBLE_EQ(batching_stats(data, options).padding_efficiency(), efficiency);
+    std::cout << "[ info     ] Multi30k train: " << data.size() << " pairs, " << batches.size()
               << " batches of <= 4096 tokens, padding efficiency " << efficiency << " (epoch " << epoch << ")\n";
   }
 }

@@ -33,11 +33,13 @@ inline Tokenizer toy_tokenizer(const TempDir& dir) {
 /// A handful of pairs, a tokenizer over them and a tiny model config.
 struct ToyTask {
   ToyTask() : data{toy_tokenizer(dir), {}, std::nullopt} {
+    ParallelDataset pairs;
     for (const auto& [en, de] : kToyPairs) {
-      data.train.append(data.tokenizer.encode(en), data.tokenizer.encode(de));
+      pairs.append(data.tokenizer.encode(en), data.tokenizer.encode(de));
       sources.push_back(en);
       targets.push_back(de);
     }
+    data.train = {Shard::from_dataset(pairs, data.tokenizer.vocab_size(), "toy")};
     config.vocab_size = data.tokenizer.vocab_size();
     config.d_model = 32;
     config.d_ff = 64;

@@ -151,6 +151,49 @@ TEST(Trainer, ResumeContinuesExactly) {
   for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
 }
 
+/// `task`'s pairs as two shards of three pairs, one pair a batch: six batches an epoch, three a shard.
+void split_into_shards(ToyTask& task) {
+  ParallelDataset first, second;
+  const auto& pairs = testing::kToyPairs;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    (i < 3 ? first : second)
+        .append(task.data.tokenizer.encode(pairs[i].first), task.data.tokenizer.encode(pairs[i].second));
+  }
+  const int64_t vocab = task.data.tokenizer.vocab_size();
+  task.data.train = {Shard::from_dataset(first, vocab, "shard 0"), Shard::from_dataset(second, vocab, "shard 1")};
+  task.options.batching.max_sentences = 1;
+}
+
+TEST(Trainer, ResumeContinuesExactlyMidShard) {
+  ToyTask straight_task;
+  split_into_shards(straight_task);
+  straight_task.options.max_updates = 10;
+  {
+    Trainer straight(straight_task.options, straight_task.config, straight_task.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    straight.run(interrupted);
+  }
+  ToyTask split_task;
+  split_into_shards(split_task);
+  split_task.options.max_updates = 4;  // the second shard's first batch of epoch 1
+  {
+    Trainer first_half(split_task.options, split_task.config, split_task.data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    first_half.run(interrupted);
+  }
+  split_task.options.max_updates = 10;  // and on, to mid-way through epoch 2's second shard
+  Trainer second_half(split_task.options, split_task.config, split_task.data, torch::kCPU);
+  EXPECT_EQ(second_half.progress().batch_in_epoch, 4);
+  std::atomic<bool> interrupted{false};
+  second_half.run(interrupted);
+
+  const auto a = load_model_file(straight_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
+  const auto b = load_model_file(split_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
+  const auto pa = a.model->named_parameters();
+  const auto pb = b.model->named_parameters();
+  for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
+}
+
 /// The first tensor named `leaf` anywhere under `archive` (depth-first).
 bool find_tensor(torch::serialize::InputArchive& archive, const std::string& leaf, torch::Tensor& found) {
   for (const auto& key : archive.keys()) {
@@ -217,7 +260,7 @@ std::vector<std::string> numbered_files(const std::string& save_dir) {
 
 /// Trains `task` until it stops, validating on its own training pairs.
 void train_validating(ToyTask& task) {
-  task.data.valid = task.data.train;
+  task.data.valid = task.data.train[0];
   Trainer trainer(task.options, task.config, task.data, torch::kCPU);
   std::atomic<bool> interrupted{false};
   trainer.run(interrupted);
@@ -225,7 +268,7 @@ void train_validating(ToyTask& task) {
 
 /// Batches in the first epoch of `task`'s training pairs.
 int64_t first_epoch_batches(const ToyTask& task) {
-  return static_cast<int64_t>(make_batches(task.data.train, task.options.batching, 1).size());
+  return static_cast<int64_t>(make_batches(task.data.train[0], task.options.batching, 1).size());
 }
 
 TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
@@ -254,7 +297,7 @@ TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
   train_validating(every_save);
   std::vector<int64_t> epoch_ends;
   for (int64_t epoch = 1, end = 0; end < 5; ++epoch) {
-    end += static_cast<int64_t>(make_batches(every_save.data.train, every_save.options.batching, epoch).size());
+    end += static_cast<int64_t>(make_batches(every_save.data.train[0], every_save.options.batching, epoch).size());
     epoch_ends.push_back(end);
   }
   std::vector<int64_t> expected;

@@ -61,11 +61,11 @@ TEST(TrainingData, TsvAndSgmlTrainTheSameTokenizerAsPlainFiles) {
   for (const auto& piece : pieces_of(sgml.tokenizer)) {
     EXPECT_EQ(piece.find("seg"), std::string::npos) << "markup reached the vocabulary: " << piece;
   }
-  ASSERT_EQ(tsv.train.size(), plain.train.size());
-  ASSERT_EQ(sgml.train.size(), plain.train.size());
-  for (int64_t i = 0; i < plain.train.size(); i += 37) {
-    EXPECT_EQ(tsv.train.source.ids(i), plain.train.source.ids(i)) << "pair " << i;
-    EXPECT_EQ(sgml.train.target.ids(i), plain.train.target.ids(i)) << "pair " << i;
+  ASSERT_EQ(total_pairs(tsv.train), total_pairs(plain.train));
+  ASSERT_EQ(total_pairs(sgml.train), total_pairs(plain.train));
+  for (int64_t i = 0; i < total_pairs(plain.train); i += 37) {
+    EXPECT_EQ(tsv.train[0].source_ids(i), plain.train[0].source_ids(i)) << "pair " << i;
+    EXPECT_EQ(sgml.train[0].target_ids(i), plain.train[0].target_ids(i)) << "pair " << i;
   }
   // No temporary tokenizer input is left behind.
   for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus.dir / "tsv")) {
@@ -83,7 +83,7 @@ TEST(TrainingData, CachesThePreparationUntilAnInputChanges) {
   const TrainingData again = load_training_data(options, std::nullopt);
   EXPECT_EQ(std::filesystem::last_write_time(cache / kPreparedTrainFile), written) << "the cache was rebuilt";
   EXPECT_EQ(pieces_of(again.tokenizer), pieces_of(first.tokenizer));
-  EXPECT_EQ(again.train.size(), first.train.size());
+  EXPECT_EQ(total_pairs(again.train), total_pairs(first.train));
 
   // One pair fewer: the cache no longer matches and the data are prepared anew.
   corpus.source.pop_back();
@@ -91,7 +91,7 @@ TEST(TrainingData, CachesThePreparationUntilAnInputChanges) {
   testing::write_lines(corpus.dir / "train.en", corpus.source);
   testing::write_lines(corpus.dir / "train.de", corpus.target);
   const TrainingData changed = load_training_data(options, std::nullopt);
-  EXPECT_EQ(changed.train.size(), first.train.size() - 1);
+  EXPECT_EQ(total_pairs(changed.train), total_pairs(first.train) - 1);
 }
 
 /// The file's inode: a rebuilt cache file is a new file (written beside and renamed over).
@@ -110,7 +110,7 @@ TEST(TrainingData, AResumedRunReusesTheCacheWithTheCheckpointsCopyOfTheTokenizer
   // A resume hands in the tokenizer its checkpoint holds: the same one, so the same cache.
   const TrainingData resumed = load_training_data(options, first.tokenizer.serialized());
   EXPECT_EQ(inode_of(cache / kPreparedTrainFile), written) << "the first resume prepared the corpus again";
-  EXPECT_EQ(resumed.train.source.ids(5), first.train.source.ids(5));
+  EXPECT_EQ(resumed.train[0].source_ids(5), first.train[0].source_ids(5));
   // So does --spm naming a copy of that tokenizer.
   testing::write_text(corpus.dir / "copy.model", first.tokenizer.serialized());
   TrainOptions with_spm = options;
@@ -125,7 +125,7 @@ TEST(TrainingData, AResumedRunReusesTheCacheWithTheCheckpointsCopyOfTheTokenizer
   const TrainingData retokenized = load_training_data(options, other_data.tokenizer.serialized());
   EXPECT_NE(inode_of(cache / kPreparedTrainFile), written);
   EXPECT_EQ(retokenized.tokenizer.vocab_size(), 50);
-  EXPECT_EQ(retokenized.train.source.ids(5), other_data.train.source.ids(5));
+  EXPECT_EQ(retokenized.train[0].source_ids(5), other_data.train[0].source_ids(5));
   // And a run without a given tokenizer after that trains its own again rather than take that one.
   const TrainingData trained = load_training_data(options, std::nullopt);
   EXPECT_EQ(trained.tokenizer.vocab_size(), 60);
@@ -143,10 +143,10 @@ TEST(TrainingData, APreparedDirectoryWithRawValidation) {
   from_dir.train_tgt.clear();
   from_dir.save_dir = (corpus.dir / "second").string();
   const TrainingData prepared = load_training_data(from_dir, std::nullopt);
-  EXPECT_EQ(prepared.train.size(), raw.train.size());
+  EXPECT_EQ(total_pairs(prepared.train), total_pairs(raw.train));
   ASSERT_TRUE(prepared.valid.has_value());
   EXPECT_EQ(prepared.valid->size(), raw.valid->size());
-  EXPECT_EQ(prepared.valid->source.ids(0), raw.valid->source.ids(0));
+  EXPECT_EQ(prepared.valid->source_ids(0), raw.valid->source_ids(0));
 }
 
 TEST(TrainingData, MismatchedFilesNameBothAndTheirCounts) {

@@ -7,12 +7,6 @@
 namespace tfm {
 namespace {
 
-std::vector<std::vector<int64_t>> numbered_batches(size_t count) {
-  std::vector<std::vector<int64_t>> batches;
-  for (size_t i = 0; i < count; ++i) batches.push_back({static_cast<int64_t>(i)});
-  return batches;
-}
-
 TEST(UpdateShare, OneProcessTakesUpdateFreqBatchesAsBefore) {
   const auto share = share_of_update(4, 10, 3, 0, 1);
   EXPECT_EQ(share.begin, 4u);
@@ -50,12 +44,11 @@ TEST(UpdateShare, RanksTogetherTakeWhatOneProcessWithTheirCombinedUpdateFreqTake
 }
 
 TEST(UpdateShare, RankBatchesAreTheSharesInOrderFromAResumePoint) {
-  const auto batches = numbered_batches(7);
-  // From batch 1, two ranks, two each: updates take [1,2 | 3,4] and [5,6 | -].
-  EXPECT_EQ(rank_batches(batches, 1, 2, 0, 2), (std::vector<std::vector<int64_t>>{{1}, {2}, {5}, {6}}));
-  EXPECT_EQ(rank_batches(batches, 1, 2, 1, 2), (std::vector<std::vector<int64_t>>{{3}, {4}}));
-  EXPECT_EQ(rank_batches(batches, 0, 1, 0, 1), batches);
-  EXPECT_TRUE(rank_batches(batches, 7, 1, 0, 2).empty());
+  // From batch 1 of 7, two ranks, two each: updates take [1,2 | 3,4] and [5,6 | -].
+  EXPECT_EQ(rank_batches(7, 1, 2, 0, 2), (std::vector<size_t>{1, 2, 5, 6}));
+  EXPECT_EQ(rank_batches(7, 1, 2, 1, 2), (std::vector<size_t>{3, 4}));
+  EXPECT_EQ(rank_batches(7, 0, 1, 0, 1), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(rank_batches(7, 7, 1, 0, 2).empty());
 }
 
 }  // namespace

@@ -18,11 +18,13 @@ std::vector<torch::Tensor> after_one_update(testing::ToyTask& task, const std::v
   // rounding-level differences in tiny gradients stay rounding-level in the parameters.
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3).eps(1.0));
   UpdateStep step(model, optimizer, task.options, torch::kCPU, nullptr);
-  BatchPrefetcher prefetcher(task.data.train, torch::kCPU);
-  prefetcher.begin_epoch(batches, 0);
+  const Shard& data = task.data.train[0];
+  BatchPrefetcher prefetcher(torch::kCPU);
+  prefetcher.begin_epoch(
+      batches.size(), [&](size_t i) { return collate(data, batches[i]); }, 0);
   const UpdateTotals totals = step.run(prefetcher, batches.size(), 1, [] { return 0.0; });
   int64_t expected_tokens = 0;
-  for (const auto& rows : batches) expected_tokens += collate(task.data.train, rows).target_tokens;
+  for (const auto& rows : batches) expected_tokens += collate(data, rows).target_tokens;
   EXPECT_EQ(totals.target_tokens, expected_tokens);
   EXPECT_GT(totals.lr, 0);
   std::vector<torch::Tensor> parameters;

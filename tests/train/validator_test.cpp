@@ -19,12 +19,12 @@ TEST(Validator, LossIsPerTargetTokenOverAllBatchesAndBleuIsScored) {
   Transformer model(task.config);
   model->train();
   const Validator validator(task.options, task.data.tokenizer, torch::kCPU);
-  const ValidationResult result = validator.run(model, task.data.train);
+  const ValidationResult result = validator.run(model, task.data.train[0]);
   EXPECT_TRUE(model->is_training()) << "the model is left as it was found";
   // The same loss computed directly over one batch of every pair.
   model->eval();
   torch::NoGradGuard no_grad;
-  const Batch all = collate(task.data.train, {0, 1, 2, 3, 4, 5});
+  const Batch all = collate(task.data.train[0], {0, 1, 2, 3, 4, 5});
   const auto sums = label_smoothed_cross_entropy(model->forward(all.source, all.target_in), all.target_out,
                                                  task.options.label_smoothing, kPadId);
   EXPECT_NEAR(result.loss, sums.loss.item<double>() / all.target_tokens, 1e-5);
