@@ -77,12 +77,12 @@ bool buckets_fit(const Shard& data) {
 
 /// Pair indices sorted by (source length, target length); ties in an order that depends on `random`
 /// (a shuffle, then a stable sort; `random` null: no shuffle).
-std::vector<int64_t> length_sorted_indices(const Shard& data, SplitMix64* random) {
-  std::vector<int64_t> order(static_cast<size_t>(data.size()));
-  std::iota(order.begin(), order.end(), int64_t{0});
+std::vector<uint32_t> length_sorted_indices(const Shard& data, SplitMix64* random) {
+  std::vector<uint32_t> order(static_cast<size_t>(data.size()));  // a shard holds fewer than 2^32 pairs
+  std::iota(order.begin(), order.end(), uint32_t{0});
   if (random != nullptr) shuffle(order, *random);
   if (!buckets_fit(data)) {
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       const int64_t source_a = data.source_length(a), source_b = data.source_length(b);
       return source_a != source_b ? source_a < source_b : data.target_length(a) < data.target_length(b);
     });
@@ -91,8 +91,8 @@ std::vector<int64_t> length_sorted_indices(const Shard& data, SplitMix64* random
   LengthBuckets buckets(data);  // a stable counting sort
   int64_t start = 0;
   for (int64_t& count : buckets.counts) std::swap(count, start), start += count;  // counts -> first slots
-  std::vector<int64_t> sorted(order.size());
-  for (const int64_t i : order) sorted[static_cast<size_t>(buckets.counts[buckets.key(data, i)]++)] = i;
+  std::vector<uint32_t> sorted(order.size());
+  for (const uint32_t i : order) sorted[static_cast<size_t>(buckets.counts[buckets.key(data, i)]++)] = i;
   return sorted;
 }
 
@@ -139,23 +139,38 @@ void validate(const BatchingOptions& options) {
   }
 }
 
-std::vector<std::vector<int64_t>> make_batches(const Shard& data, const BatchingOptions& options, int64_t epoch,
-                                               uint64_t stream) {
+size_t BatchPlan::size() const { return order.size(); }
+
+std::vector<int64_t> BatchPlan::batch(size_t b) const {
+  const size_t cut = order.at(b);
+  return {rows.begin() + starts[cut], rows.begin() + starts[cut + 1]};
+}
+
+BatchPlan plan_batches(const Shard& data, const BatchingOptions& options, int64_t epoch, uint64_t stream) {
   validate(options);
   check_every_pair_fits(data, options.max_tokens);
   SplitMix64 random(SplitMix64(options.seed).next() ^ static_cast<uint64_t>(epoch) ^ (stream * 0xD1B54A32D192ED03ull));
-  std::vector<std::vector<int64_t>> batches;
-  std::vector<int64_t> batch;
+  BatchPlan plan;
+  plan.rows = length_sorted_indices(data, &random);
   BatchCutter cutter(options);
-  for (const int64_t i : length_sorted_indices(data, &random)) {
-    if (cutter.add(data.source_length(i) + 1, data.target_length(i) + 1)) {
-      batches.push_back(std::move(batch));
-      batch.clear();
-    }
-    batch.push_back(i);
+  for (size_t k = 0; k < plan.rows.size(); ++k) {
+    const uint32_t i = plan.rows[k];
+    if (cutter.add(data.source_length(i) + 1, data.target_length(i) + 1)) plan.starts.push_back(k);
   }
-  if (!batch.empty()) batches.push_back(std::move(batch));
-  shuffle(batches, random);
+  plan.starts.push_back(plan.rows.size());
+  if (plan.rows.empty()) plan.starts = {0};
+  plan.order.resize(plan.starts.size() - 1);
+  std::iota(plan.order.begin(), plan.order.end(), size_t{0});
+  shuffle(plan.order, random);
+  return plan;
+}
+
+std::vector<std::vector<int64_t>> make_batches(const Shard& data, const BatchingOptions& options, int64_t epoch,
+                                               uint64_t stream) {
+  const BatchPlan plan = plan_batches(data, options, epoch, stream);
+  std::vector<std::vector<int64_t>> batches;
+  batches.reserve(plan.size());
+  for (size_t b = 0; b < plan.size(); ++b) batches.push_back(plan.batch(b));
   return batches;
 }
 
@@ -169,7 +184,7 @@ BatchingStats batching_stats(const Shard& data, const BatchingOptions& options) 
   BatchingStats stats;
   BatchCutter cutter(options);
   if (!buckets_fit(data)) {
-    for (const int64_t i : length_sorted_indices(data, nullptr)) {
+    for (const uint32_t i : length_sorted_indices(data, nullptr)) {
       const int64_t source = data.source_length(i) + 1, target = data.target_length(i) + 1;
       stats.batches += cutter.add(source, target) ? 1 : 0;
       stats.tokens += source + target;

@@ -32,6 +32,18 @@ void validate(const BatchingOptions& options);
 std::vector<std::vector<int64_t>> make_batches(const Shard& data, const BatchingOptions& options, int64_t epoch,
                                                uint64_t stream = 0);
 
+/// make_batches' batches in a compact form (4 bytes a pair): the length-sorted rows, where each
+/// batch starts among them, and the batches' shuffled order. What training holds for a shard.
+struct BatchPlan {
+  std::vector<uint32_t> rows;     // shard rows, sorted by length
+  std::vector<size_t> starts{0};  // batch k is rows[starts[k] .. starts[k + 1])
+  std::vector<size_t> order;      // the epoch's b-th batch is batch order[b]
+  size_t size() const;
+  /// The epoch's b-th batch (make_batches(...)[b]).
+  std::vector<int64_t> batch(size_t b) const;
+};
+BatchPlan plan_batches(const Shard& data, const BatchingOptions& options, int64_t epoch, uint64_t stream = 0);
+
 /// What make_batches would give, without building it: the same in every epoch, since the cut
 /// depends only on the sorted lengths.
 struct BatchingStats {

@@ -133,6 +133,10 @@ void ShardWriter::add(const std::vector<int64_t>& source, const std::vector<int6
                                   "; lower " + option_name("max_len") + ")");
     }
   }
+  if (s.header.pairs >= kMaxShardPairs) {
+    throw std::invalid_argument(s.file.path() + ": a shard holds at most " + std::to_string(kMaxShardPairs) +
+                                " pairs (lower " + option_name("shard_size") + ")");
+  }
   s.narrowed.clear();
   s.narrow(source);
   s.narrow(target);
@@ -181,6 +185,11 @@ Shard open_shard(const std::string& path) {
   if (header.version == 1) {
     close(fd);
     return read_version1_shard(path, header);
+  }
+  if (header.pairs > kMaxShardPairs) {
+    close(fd);
+    throw std::runtime_error(path + ": " + std::to_string(header.pairs) + " pairs, more than a shard holds" +
+                             kRebuildHint);
   }
   auto file = std::make_shared<MappedShardFile>(path, fd, static_cast<size_t>(status.st_size), header.payload_crc);
   const unsigned char* base = file->bytes();

@@ -54,14 +54,14 @@ Batch EpochBatches::collate(size_t index) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (position != current_) {
     if (current_ != SIZE_MAX && shards_.size() > 1) shards_[order_[current_]].release_pages();
-    current_batches_.clear();
+    current_batches_ = BatchPlan();
     current_ = SIZE_MAX;
     const Shard& shard = shards_[order_[position]];
     shard.verify();
-    current_batches_ = make_batches(shard, options_, epoch_, order_[position]);
+    current_batches_ = plan_batches(shard, options_, epoch_, order_[position]);
     current_ = position;
   }
-  return tfm::collate(shards_[order_[position]], current_batches_.at(index - first));
+  return tfm::collate(shards_[order_[position]], current_batches_.batch(index - first));
 }
 
 }  // namespace tfm

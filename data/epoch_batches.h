@@ -39,7 +39,7 @@ class EpochBatches {
 
   std::mutex mutex_;
   size_t current_ = SIZE_MAX;  // position in order_ of the shard whose list is held
-  std::vector<std::vector<int64_t>> current_batches_;
+  BatchPlan current_batches_;
 };
 
 }  // namespace tfm

@@ -43,6 +43,7 @@ Shard::Shard(ShardArrays arrays, int64_t vocab_size, std::string name, std::shar
       verification_(std::make_shared<Verification>()) {}
 
 Shard Shard::from_dataset(const ParallelDataset& data, int64_t vocab_size, std::string name) {
+  if (data.size() > kMaxShardPairs) throw std::invalid_argument(name + ": more pairs than a shard holds");
   auto owned = std::make_shared<OwnedArrays>();
   ShardArrays arrays;
   arrays.pairs = data.size();

@@ -25,6 +25,8 @@ struct ShardArrays {
 
 /// Longest sentence a shard holds: lengths are stored as uint16.
 constexpr int64_t kMaxShardSentenceLength = 65535;
+/// Most pairs a shard holds: batching numbers them with uint32.
+constexpr int64_t kMaxShardPairs = 4294967295;
 
 /// What holds a shard's arrays: a mapped file, or vectors in memory.
 class ShardStorage {
