@@ -5,33 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/split_mix.h"
 #include "text/option_names.h"
 #include "text/special_ids.h"
 
 namespace tfm {
 namespace {
-
-/// SplitMix64 (Steele et al., 2014): a tiny generator whose output is fixed by its definition, unlike
-/// std::shuffle's use of a standard engine, so batch orders are the same with every standard library.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  uint64_t state_;
-};
-
-/// Fisher-Yates shuffle (the modulo bias is below 2^-32 for any realistic size).
-template <class T>
-void shuffle(std::vector<T>& items, SplitMix64& random) {
-  for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[random.next() % i]);
-}
 
 /// Throws when pair i alone breaks the budget: a silent drop would lose data, a retry loop would hang.
 void check_every_pair_fits(const Shard& data, int64_t max_tokens) {

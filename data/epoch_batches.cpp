@@ -4,22 +4,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/split_mix.h"
+
 namespace tfm {
 namespace {
 
-/// The shards' order in `epoch`: a Fisher-Yates shuffle driven by SplitMix64 (as make_batches'),
-/// from a stream of its own. One shard keeps its place.
+/// The shards' order in `epoch`, from a stream of its own. One shard keeps its place.
 std::vector<size_t> shard_order(size_t shards, uint64_t seed, int64_t epoch) {
   std::vector<size_t> order(shards);
   for (size_t i = 0; i < shards; ++i) order[i] = i;
-  uint64_t state = (seed ^ 0x5348415244u) + static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = shards; i > 1; --i) std::swap(order[i - 1], order[next() % i]);
+  SplitMix64 random((seed ^ 0x5348415244u) + static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull);
+  shuffle(order, random);
   return order;
 }
 

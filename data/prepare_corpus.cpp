@@ -9,6 +9,7 @@
 
 #include "data/prepared_dir.h"
 #include "data/progress_meter.h"
+#include "data/split_mix.h"
 #include "runtime/durable_file.h"
 #include "text/option_names.h"
 
@@ -30,27 +31,21 @@ struct TemporaryFiles {
 /// length, in one pass. A corpus no larger than the sample is kept whole, in order.
 class PairReservoir {
  public:
-  PairReservoir(size_t capacity, uint64_t seed) : capacity_(capacity), state_(seed) {}
+  PairReservoir(size_t capacity, uint64_t seed) : capacity_(capacity), random_(seed) {}
   void offer(TextPair& pair) {
     ++seen_;
     if (capacity_ == 0 || pairs_.size() < capacity_) {
       pairs_.push_back(std::move(pair));
       return;
     }
-    const uint64_t slot = next() % seen_;
+    const uint64_t slot = random_.next() % seen_;
     if (slot < capacity_) pairs_[slot] = std::move(pair);
   }
   const std::vector<TextPair>& pairs() const { return pairs_; }
 
  private:
-  uint64_t next() {  // SplitMix64: the same sample with every standard library
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  size_t capacity_;  // 0: keep everything
-  uint64_t state_;
+  size_t capacity_;    // 0: keep everything
+  SplitMix64 random_;  // the same sample with every standard library
   uint64_t seen_ = 0;
   std::vector<TextPair> pairs_;
 };

@@ -122,6 +122,15 @@ TEST(Trainer, ACooldownWithoutABudgetIsAnError) {
   EXPECT_NO_THROW(validate(task.options));
 }
 
+/// The checkpoint_last.pt of two runs hold the same parameters.
+void expect_same_parameters(const std::string& save_dir, const std::string& other_save_dir) {
+  const auto a = load_model_file(save_dir + "/checkpoint_last.pt", torch::kCPU);
+  const auto b = load_model_file(other_save_dir + "/checkpoint_last.pt", torch::kCPU);
+  const auto pa = a.model->named_parameters();
+  const auto pb = b.model->named_parameters();
+  for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
+}
+
 TEST(Trainer, ResumeContinuesExactly) {
   ToyTask straight_task;
   straight_task.options.max_updates = 16;
@@ -144,11 +153,7 @@ TEST(Trainer, ResumeContinuesExactly) {
   std::atomic<bool> interrupted{false};
   second_half.run(interrupted);
 
-  const auto a = load_model_file(straight_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
-  const auto b = load_model_file(split_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
-  const auto pa = a.model->named_parameters();
-  const auto pb = b.model->named_parameters();
-  for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
+  expect_same_parameters(straight_task.options.save_dir, split_task.options.save_dir);
 }
 
 /// `task`'s pairs as two shards of three pairs, one pair a batch: six batches an epoch, three a shard.
@@ -187,11 +192,7 @@ TEST(Trainer, ResumeContinuesExactlyMidShard) {
   std::atomic<bool> interrupted{false};
   second_half.run(interrupted);
 
-  const auto a = load_model_file(straight_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
-  const auto b = load_model_file(split_task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
-  const auto pa = a.model->named_parameters();
-  const auto pb = b.model->named_parameters();
-  for (const auto& item : pa) EXPECT_TENSOR_NEAR(pb[item.key()], item.value(), 1e-6) << item.key();
+  expect_same_parameters(straight_task.options.save_dir, split_task.options.save_dir);
 }
 
 /// The first tensor named `leaf` anywhere under `archive` (depth-first).
