@@ -61,6 +61,17 @@ class MappedShardFile : public ShardStorage {
 
   void release_pages() const override { madvise(base_, size_, MADV_DONTNEED); }
 
+  bool read(uint64_t at, size_t size, void* out) const override {
+    auto* bytes = static_cast<unsigned char*>(out);
+    while (size > 0) {
+      const ssize_t got = pread(fd_, bytes, size, static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) throw std::runtime_error(system_error(path_, "cannot read dataset file"));
+      bytes += got, at += static_cast<uint64_t>(got), size -= static_cast<size_t>(got);
+    }
+    return true;
+  }
+
  private:
   std::string path_;
   int fd_;
@@ -203,6 +214,8 @@ Shard open_shard(const std::string& path) {
   arrays.target_lengths = arrays.source_lengths + header.pairs;
   arrays.max_source_length = header.max_source_length;
   arrays.max_target_length = header.max_target_length;
+  arrays.offsets_at = header.offsets_at();
+  arrays.ids_at = kDatasetHeaderBytes;
   return Shard(arrays, header.vocab_size, path, std::move(file));
 }
 

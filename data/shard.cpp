@@ -80,15 +80,29 @@ Shard Shard::from_dataset(const ParallelDataset& data, int64_t vocab_size, std::
 }
 
 void Shard::read_pair(int64_t i, int64_t* source, int64_t* target) const {
-  const int64_t first = arrays_.pair_offsets[i], end = arrays_.pair_offsets[i + 1];
+  // A mapped shard's pairs are read with pread, not through the mapping: the kernel maps a whole
+  // page-cache folio (up to megabytes) on each fault, so pairs drawn at random would make most of
+  // the shard resident in every process that trains on it (BENCHMARKS.md, "Data at scale").
+  int64_t bounds[2];
+  if (!storage_->read(arrays_.offsets_at + sizeof(int64_t) * static_cast<uint64_t>(i), sizeof bounds, bounds)) {
+    bounds[0] = arrays_.pair_offsets[i], bounds[1] = arrays_.pair_offsets[i + 1];
+  }
+  const int64_t first = bounds[0], end = bounds[1];
   const int64_t sources = source_length(i), targets = target_length(i);
   if (first < 0 || end > arrays_.id_count || end - first != sources + targets) {
     throw std::runtime_error(name_ + ": corrupt dataset file (pair " + std::to_string(i + 1) +
                              ": offsets disagree with lengths; run `tfm prepare` again to rebuild it)");
   }
+  thread_local std::vector<unsigned char> buffer;
+  buffer.resize(static_cast<size_t>(end - first) * static_cast<size_t>(arrays_.id_bytes));
+  const void* ids = arrays_.ids;
+  int64_t at = first;
+  if (storage_->read(arrays_.ids_at + static_cast<uint64_t>(first * arrays_.id_bytes), buffer.size(), buffer.data())) {
+    ids = buffer.data(), at = 0;
+  }
   const auto copy = arrays_.id_bytes == 2 ? copy_ids<uint16_t> : copy_ids<int32_t>;
-  const bool inside = copy(arrays_.ids, first, sources, vocab_size_, source) &&
-                      copy(arrays_.ids, first + sources, targets, vocab_size_, target);
+  const bool inside =
+      copy(ids, at, sources, vocab_size_, source) && copy(ids, at + sources, targets, vocab_size_, target);
   if (!inside) {
     throw std::runtime_error(name_ + ": corrupt dataset file (pair " + std::to_string(i + 1) + " has an id outside " +
                              "the vocabulary of " + std::to_string(vocab_size_) +

@@ -21,6 +21,7 @@ struct ShardArrays {
   int id_bytes = 2;
   int64_t id_count = 0;
   int64_t max_source_length = 0, max_target_length = 0;  // over all pairs
+  uint64_t offsets_at = 0, ids_at = 0;                   // where pair_offsets and ids start in the file
 };
 
 /// Longest sentence a shard holds: lengths are stored as uint16.
@@ -36,6 +37,12 @@ class ShardStorage {
   virtual void verify() const {}
   /// Hands mapped pages back to the page cache.
   virtual void release_pages() const {}
+  /// Copies file bytes [at, at + size) to `out` from the page cache without going through the
+  /// mapping (std::runtime_error naming the file when it cannot); false for a shard in memory.
+  virtual bool read(uint64_t at, size_t size, void* out) const {
+    (void)at, (void)size, (void)out;
+    return false;
+  }
 };
 
 class Shard {
