@@ -13,9 +13,9 @@ struct TokenizerTrainOptions {
   int64_t vocab_size = 8000;
   double character_coverage = 1.0;         // 1.0 for Latin scripts; ~0.9995 for CJK-heavy corpora
   std::string normalization = "nmt_nfkc";  // SentencePiece rule: nmt_nfkc, nfkc, identity, ...
-  // Sample at most this many lines (0 = all). SentencePiece's unigram trainer holds ~3 KB per
-  // sampled sentence (its suffix array): 300k keep tokenizer training near 1 GB (BENCHMARKS.md).
-  int64_t max_sentences = 300000;
+  // Sample at most this many lines (0 = all). SentencePiece's unigram trainer holds ~2.5 KB per
+  // sampled sentence (its suffix array): 200k keep `tfm prepare` under 1 GB (BENCHMARKS.md).
+  int64_t max_sentences = 200000;
   int threads = 0;  // 0 = all cores
   uint32_t seed = 1;
 };

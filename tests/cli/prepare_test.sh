@@ -78,4 +78,35 @@ expect_contains "$err" "--max-len-ratio" "bad --max-len-ratio names the flag"
 # The dataset file starts with its magic (loading corrupt files is covered by dataset_file_test).
 [ "$(head -c 7 "$WORK/prepared/train.bin")" = "TFMDATA" ] || fail "train.bin does not start with its magic"
 
+# Shards: the same corpus in files of at most 4 KB, then two prepared directories trained on as
+# one set (DIR1:DIR2), and a damaged shard named by training.
+run "$TFM" prepare --train-tsv "$WORK/train.tsv" --spm "$WORK/prepared/spm.model" --out "$WORK/sharded" --shard-size 4k
+expect_code 0 "prepare --shard-size 4k"
+[ -e "$WORK/sharded/train.bin" ] && fail "train.bin written beside shards"
+shards=$(ls "$WORK/sharded" | grep -c '^train\.[0-9][0-9][0-9]\.bin$')
+[ "$shards" -ge 2 ] || fail "--shard-size 4k wrote $shards shards: $(ls "$WORK/sharded")"
+for shard in "$WORK"/sharded/train.*.bin; do
+  [ "$(stat -c %s "$shard")" -le 4096 ] || fail "$shard is larger than --shard-size 4k"
+done
+expect_contains "$err" "300 pairs" "the shards hold every pair"
+run "$TFM" --log-level warn prepare --train-tsv "$WORK/train.tsv" --spm "$WORK/prepared/spm.model" --out "$WORK/sharded" --shard-size 0
+expect_code 2 "--shard-size 0"
+expect_contains "$err" "--shard-size" "a bad --shard-size names the flag"
+
+train_on() {  # DATA SAVE_DIR: two updates of a tiny model
+  run "$TFM" --threads 1 train --train-src "$1" --save-dir "$2" --preset tiny --dtype float32 --max-updates 2 \
+      --max-tokens 256 --average-last 0
+}
+train_on "$WORK/sharded:$WORK/prepared" "$WORK/run-two-dirs"
+expect_code 0 "train on two prepared directories"
+expect_contains "$err" "600 training pairs" "both directories' pairs are trained on"
+
+for shard in "$WORK"/sharded/train.*.bin; do  # every shard damaged: the first batch meets one
+  printf 'XXXX' | dd of="$shard" bs=1 seek=70 conv=notrunc status=none
+done
+train_on "$WORK/sharded" "$WORK/run-damaged"
+[ "$code" = 0 ] && fail "training on damaged shards succeeded"
+expect_contains "$err" "corrupt dataset file (checksum mismatch)" "a damaged shard is found by its checksum"
+expect_contains "$err" "$WORK/sharded/train." "the damaged shard is named"
+
 finish
