@@ -89,7 +89,7 @@ void Shard::read_pair(int64_t i, int64_t* source, int64_t* target) const {
   }
   const int64_t first = bounds[0], end = bounds[1];
   const int64_t sources = source_length(i), targets = target_length(i);
-  if (first < 0 || end > arrays_.id_count || end - first != sources + targets) {
+  if (first < 0 || end < first || end > arrays_.id_count || end - first != sources + targets) {
     throw std::runtime_error(name_ + ": corrupt dataset file (pair " + std::to_string(i + 1) +
                              ": offsets disagree with lengths; run `tfm prepare` again to rebuild it)");
   }
