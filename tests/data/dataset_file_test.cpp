@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "tests/data_test_support.h"
 
@@ -135,6 +136,16 @@ TEST_F(DatasetFileTest, OffsetsThatDisagreeWithLengthsAreRejectedEvenWithValidCh
     fix_payload_checksum(bytes);
   });
   EXPECT_NE(message.find(path_ + ": corrupt dataset file (pair 1: offsets disagree"), std::string::npos) << message;
+  // Offsets far apart in both directions (found by fuzzing): an error, not an overflow.
+  const std::string far = error_after([](std::string& bytes) {
+    int64_t pairs = 0;
+    std::memcpy(&pairs, bytes.data() + 16, sizeof pairs);
+    const size_t offsets_at = bytes.size() - 8 * (pairs + 1) - 4 * pairs;
+    const int64_t offsets[2] = {int64_t{1} << 57, std::numeric_limits<int64_t>::min() + 4};
+    std::memcpy(bytes.data() + offsets_at, offsets, sizeof offsets);
+    fix_payload_checksum(bytes);
+  });
+  EXPECT_NE(far.find(path_ + ": corrupt dataset file (pair 1: offsets disagree"), std::string::npos) << far;
 }
 
 TEST_F(DatasetFileTest, OpeningMapsTheFileAndLeavesTheChecksumToVerify) {
