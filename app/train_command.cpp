@@ -191,8 +191,9 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
 
 void add_data_options(CLI::App& cmd, TrainOptions& t) {
   const std::string group = "Data";
-  cmd.add_option("--train-src", t.train_src,
-                 "Source side (.gz), or without --train-tgt a TSV file or `tfm prepare` dir")
+  cmd.add_option(
+         "--train-src", t.train_src,
+         "Source side (.gz), or without --train-tgt a TSV file or `tfm prepare` dir (DIR1:DIR2: several as one)")
       ->required()
       ->group(group);
   cmd.add_option("--train-tgt", t.train_tgt, "Target side, aligned line by line")->group(group);
