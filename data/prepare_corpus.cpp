@@ -87,8 +87,14 @@ Tokenizer obtain_tokenizer(const PrepareCorpusOptions& options, const fs::path& 
   TokenizerTrainOptions trainer = options.tokenizer;
   TemporaryFiles temporary;
   trainer.inputs = tokenizer_inputs(options.train, trainer, work_dir, temporary);
+  // SentencePiece trains in one call that reports no progress; on the default sample it takes
+  // seconds (BENCHMARKS.md, "Data at scale"), so the log says when it starts and ends.
   spdlog::info("training a joint {}-piece {} SentencePiece model", trainer.vocab_size, trainer.model_type);
-  return Tokenizer::from_serialized(train_tokenizer(trainer), "trained model");
+  const auto start = std::chrono::steady_clock::now();
+  Tokenizer tokenizer = Tokenizer::from_serialized(train_tokenizer(trainer), "trained model");
+  spdlog::info("tokenizer trained in {:.1f} s",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return tokenizer;
 }
 
 /// Streams one split into shard files of `dir`; its counts are logged under `name`.
