@@ -41,7 +41,7 @@ void run_prepare(PrepareCommandOptions options) {
   options.corpus.prepare.threads = torch::get_num_threads();  // --threads, all cores by default
   const PreparedCorpus corpus = prepare_corpus(options.corpus, options.out);
 
-  // The report reads only the shards' lengths, a few bytes a pair.
+  // The report reads only the shards' headers and lengths, a few bytes a pair.
   BatchingOptions batching;
   batching.max_tokens = options.report_max_tokens;
   BatchingStats stats;
@@ -51,10 +51,8 @@ void run_prepare(PrepareCommandOptions options) {
     const BatchingStats part = batching_stats(shard, batching);
     stats.tokens += part.tokens;
     stats.padded_tokens += part.padded_tokens;
-    for (int64_t i = 0; i < shard.size(); ++i) {
-      source_tokens += shard.source_length(i);
-      target_tokens += shard.target_length(i);
-    }
+    source_tokens += shard.source_tokens();
+    target_tokens += shard.target_tokens();
     shard.release_pages();
   }
   spdlog::info("train: {} pairs, {} + {} subwords in {} shard{}; padding efficiency {:.3f} in batches of {} tokens",

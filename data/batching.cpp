@@ -34,7 +34,6 @@ struct LengthBuckets {
   int64_t targets = 0;          // T + 1
   std::vector<int64_t> counts;  // [(S + 1) * (T + 1)]
 
-  LengthBuckets() = default;
   explicit LengthBuckets(const Shard& data) : targets(data.max_target_length() + 1) {
     counts.assign(static_cast<size_t>((data.max_source_length() + 1) * targets), 0);
     for (int64_t i = 0; i < data.size(); ++i) ++counts[key(data, i)];
@@ -162,19 +161,20 @@ BatchingStats batching_stats(const Shard& data, const BatchingOptions& options) 
   check_every_pair_fits(data, options.max_tokens);
   BatchingStats stats;
   BatchCutter cutter(options);
-  if (!buckets_fit(data)) {
+  if (buckets_fit(data)) {
+    const LengthBuckets buckets(data);
+    for (size_t key = 0; key < buckets.counts.size(); ++key) {
+      const int64_t source = static_cast<int64_t>(key) / buckets.targets + 1;
+      const int64_t target = static_cast<int64_t>(key) % buckets.targets + 1;
+      for (int64_t k = 0; k < buckets.counts[key]; ++k) stats.batches += cutter.add(source, target) ? 1 : 0;
+      stats.tokens += buckets.counts[key] * (source + target);
+    }
+  } else {
     for (const uint32_t i : length_sorted_indices(data, nullptr)) {
       const int64_t source = data.source_length(i) + 1, target = data.target_length(i) + 1;
       stats.batches += cutter.add(source, target) ? 1 : 0;
       stats.tokens += source + target;
     }
-  }
-  const LengthBuckets buckets = buckets_fit(data) ? LengthBuckets(data) : LengthBuckets();
-  for (size_t key = 0; key < buckets.counts.size(); ++key) {
-    const int64_t source = static_cast<int64_t>(key) / buckets.targets + 1;
-    const int64_t target = static_cast<int64_t>(key) % buckets.targets + 1;
-    for (int64_t k = 0; k < buckets.counts[key]; ++k) stats.batches += cutter.add(source, target) ? 1 : 0;
-    stats.tokens += buckets.counts[key] * (source + target);
   }
   if (data.size() > 0) ++stats.batches;  // the last, open batch
   stats.padded_tokens = cutter.padded_tokens();

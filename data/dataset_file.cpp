@@ -214,6 +214,8 @@ Shard open_shard(const std::string& path) {
   arrays.target_lengths = arrays.source_lengths + header.pairs;
   arrays.max_source_length = header.max_source_length;
   arrays.max_target_length = header.max_target_length;
+  arrays.source_tokens = header.source_tokens;
+  arrays.target_tokens = header.target_tokens;
   arrays.offsets_at = header.offsets_at();
   arrays.ids_at = kDatasetHeaderBytes;
   return Shard(arrays, header.vocab_size, path, std::move(file));

@@ -97,19 +97,28 @@ Tokenizer obtain_tokenizer(const PrepareCorpusOptions& options, const fs::path& 
   return tokenizer;
 }
 
-/// Streams one split into shard files of `dir`; its counts are logged under `name`.
-CleaningReport write_split(const CorpusFiles& files, const std::string& name, const Tokenizer& tokenizer,
-                           const PrepareOptions& options, const fs::path& dir, uint64_t shard_bytes,
-                           std::vector<std::string>* written) {
+/// prepare_split over `files` into `keep`, its counts logged under `name`; std::runtime_error when
+/// cleaning leaves nothing.
+CleaningReport prepare_files(const CorpusFiles& files, const std::string& name, const Tokenizer& tokenizer,
+                             const PrepareOptions& options, const PairSink& keep) {
   ParallelTextReader reader = open_corpus(files);
-  SplitWriter writer(dir.string(), name, tokenizer.vocab_size(), shard_bytes);
-  const CleaningReport report = prepare_split(
-      reader, tokenizer, options, [&writer](const auto& source, const auto& target) { writer.add(source, target); });
+  const CleaningReport report = prepare_split(reader, tokenizer, options, keep);
   log_report(name, report, options.cleaning);
   if (report.kept == 0) {
     throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " +
                              option_name("max_len") + ")");
   }
+  return report;
+}
+
+/// Streams one split into shard files of `dir`.
+CleaningReport write_split(const CorpusFiles& files, const std::string& name, const Tokenizer& tokenizer,
+                           const PrepareOptions& options, const fs::path& dir, uint64_t shard_bytes,
+                           std::vector<std::string>* written) {
+  SplitWriter writer(dir.string(), name, tokenizer.vocab_size(), shard_bytes);
+  const CleaningReport report =
+      prepare_files(files, name, tokenizer, options,
+                    [&writer](const auto& source, const auto& target) { writer.add(source, target); });
   const std::vector<std::string> files_written = writer.commit();
   if (written != nullptr) *written = files_written;
   return report;
@@ -138,13 +147,9 @@ ParallelTextReader open_corpus(const CorpusFiles& files) {
 
 PreparedSplit prepare_corpus_split(const CorpusFiles& files, const std::string& name, const Tokenizer& tokenizer,
                                    const PrepareOptions& options) {
-  ParallelTextReader reader = open_corpus(files);
-  PreparedSplit split = prepare_split(reader, tokenizer, options);
-  log_report(name, split.report, options.cleaning);
-  if (split.data.size() == 0) {
-    throw std::runtime_error(reader.describe() + ": no pair left after cleaning (check the files and " +
-                             option_name("max_len") + ")");
-  }
+  PreparedSplit split;
+  split.report = prepare_files(files, name, tokenizer, options,
+                               [&split](const auto& source, const auto& target) { split.data.append(source, target); });
   return split;
 }
 

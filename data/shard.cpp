@@ -48,6 +48,8 @@ Shard Shard::from_dataset(const ParallelDataset& data, int64_t vocab_size, std::
   ShardArrays arrays;
   arrays.pairs = data.size();
   arrays.id_bytes = 4;
+  arrays.source_tokens = data.source.total_tokens();
+  arrays.target_tokens = data.target.total_tokens();
   owned->ids.reserve(static_cast<size_t>(data.source.total_tokens() + data.target.total_tokens()));
   for (int64_t i = 0; i < data.size(); ++i) {
     for (const TokenizedSide* side : {&data.source, &data.target}) {
@@ -110,16 +112,10 @@ void Shard::read_pair(int64_t i, int64_t* source, int64_t* target) const {
   }
 }
 
-std::vector<int64_t> Shard::source_ids(int64_t i) const {
+std::pair<std::vector<int64_t>, std::vector<int64_t>> Shard::pair_ids(int64_t i) const {
   std::vector<int64_t> source(static_cast<size_t>(source_length(i))), target(static_cast<size_t>(target_length(i)));
   read_pair(i, source.data(), target.data());
-  return source;
-}
-
-std::vector<int64_t> Shard::target_ids(int64_t i) const {
-  std::vector<int64_t> source(static_cast<size_t>(source_length(i))), target(static_cast<size_t>(target_length(i)));
-  read_pair(i, source.data(), target.data());
-  return target;
+  return {std::move(source), std::move(target)};
 }
 
 void Shard::verify() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/parallel_dataset.h"
@@ -21,6 +22,7 @@ struct ShardArrays {
   int id_bytes = 2;
   int64_t id_count = 0;
   int64_t max_source_length = 0, max_target_length = 0;  // over all pairs
+  int64_t source_tokens = 0, target_tokens = 0;          // subwords over all pairs
   uint64_t offsets_at = 0, ids_at = 0;                   // where pair_offsets and ids start in the file
 };
 
@@ -59,6 +61,8 @@ class Shard {
   int64_t target_length(int64_t i) const { return arrays_.target_lengths[i]; }
   int64_t max_source_length() const { return arrays_.max_source_length; }
   int64_t max_target_length() const { return arrays_.max_target_length; }
+  int64_t source_tokens() const { return arrays_.source_tokens; }
+  int64_t target_tokens() const { return arrays_.target_tokens; }
   int64_t vocab_size() const { return vocab_size_; }
   const std::string& name() const { return name_; }
 
@@ -66,9 +70,10 @@ class Shard {
   /// std::runtime_error naming the shard when its offsets disagree with its lengths or an id is
   /// outside the vocabulary: a damaged file stops with a message, never reads out of bounds.
   void read_pair(int64_t i, int64_t* source, int64_t* target) const;
-  /// Pair i's ids as vectors (validation texts, tests).
-  std::vector<int64_t> source_ids(int64_t i) const;
-  std::vector<int64_t> target_ids(int64_t i) const;
+  /// Pair i's ids as vectors, source then target (validation texts, tests).
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> pair_ids(int64_t i) const;
+  std::vector<int64_t> source_ids(int64_t i) const { return pair_ids(i).first; }
+  std::vector<int64_t> target_ids(int64_t i) const { return pair_ids(i).second; }
 
   /// Checks the stored checksum once (later calls return at once, or rethrow its failure).
   /// std::runtime_error naming the file on a mismatch. Thread-safe.

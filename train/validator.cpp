@@ -23,8 +23,9 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const 
   const int64_t n = limit > 0 ? std::min(limit, data.size()) : data.size();
   std::vector<std::string> sources, references;
   for (int64_t i = 0; i < n; ++i) {
-    sources.push_back(tokenizer.decode(data.source_ids(i)));
-    references.push_back(tokenizer.decode(data.target_ids(i)));
+    const auto [source, target] = data.pair_ids(i);
+    sources.push_back(tokenizer.decode(source));
+    references.push_back(tokenizer.decode(target));
   }
   return {sources, references};
 }
