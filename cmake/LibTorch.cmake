@@ -45,3 +45,12 @@ file(GLOB _torch_cuda_lib_dirs LIST_DIRECTORIES true "${TFM_TORCH_ROOT}/../nvidi
 foreach(dir ${_torch_cuda_lib_dirs})
   target_link_options(tfm_libtorch INTERFACE "-Wl,-rpath-link,${dir}")
 endforeach()
+# ATen's at::parallel_for is inline: its `#pragma omp parallel` is compiled into our code, and
+# without -fopenmp it silently runs on one thread. Our kernels (dropout masks, beam top-k, step
+# attention) are compiled with OpenMP and call the libgomp that libtorch_cpu uses (the wheel's,
+# one runtime and one thread pool in the process). Clang would need its own libomp: there the
+# loops stay serial, with the same results.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND EXISTS "${TFM_TORCH_ROOT}/lib/libgomp.so.1")
+  target_compile_options(tfm_libtorch INTERFACE -fopenmp)
+  target_link_libraries(tfm_libtorch INTERFACE "${TFM_TORCH_ROOT}/lib/libgomp.so.1")
+endif()
