@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "model/dropout.h"
+#include "model/step_attention.h"
 #include "runtime/kernels.h"
 
 namespace tfm {
@@ -107,6 +108,22 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
   const int64_t time = context.size(2);
   // Concat(head_1, ..., head_h) W^O: [B, H, T, Dh] -> [B, T, H*Dh]
   return out_proj(context.transpose(1, 2).reshape({batch, time, options.d_model()}));
+}
+
+torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, const torch::Tensor& k,
+                                                    const torch::Tensor& v, const torch::Tensor& bias, int64_t first) {
+  if (options.score() == AttentionScore::kScaledDot && fused_kernels() && !is_training() &&
+      step_attention_supported(q)) {
+    return out_proj(step_attention(q, k, v, bias, first));
+  }
+  auto mask = bias;
+  if (first > 0) {
+    TORCH_CHECK(!bias.defined(), "attend_cached: a bias and a first position together");
+    const int64_t length = k.size(2);
+    mask =
+        torch::arange(length, torch::TensorOptions(torch::kLong).device(k.device())).ge(first).view({1, 1, 1, length});
+  }
+  return attend_heads(q, k, v, mask);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,

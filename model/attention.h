@@ -65,6 +65,12 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// `weights`, the attention weights [B, H, T, S] are stored there.
   torch::Tensor attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& mask, torch::Tensor* weights = nullptr);
+  /// A decoding step's attention over cached keys and values: q [B, H, Tq, Dh], k, v [B, H, S, Dh]
+  /// (strided views welcome), bias [B, 1, 1, S] additive or undefined, keys before `first` masked
+  /// -> [B, Tq, D]. Through step_attention() where it computes (model/step_attention.h), else
+  /// through attend_heads().
+  torch::Tensor attend_cached(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& bias, int64_t first = 0);
 
   MultiHeadAttentionOptions options;
   Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]

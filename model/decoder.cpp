@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "model/encoder.h"
@@ -36,23 +37,20 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);      // each [N, H, 1, Dh]
     const auto [keys, values] = cache.append(k, v, step);  // each [N, H, step+1, Dh]
-    // Earlier positions only exist in the cache, so causality needs no mask; a window does.
-    torch::Tensor mask;
-    if (config_.attention_window > 0) {
-      mask = window_mask(1, step + 1, config_.attention_window, step, in.device());  // [1, 1, 1, step+1]
-    }
-    return self_attention->attend_heads(q, keys, values, mask);
+    // Earlier positions only exist in the cache, so causality needs no mask; a window starts later.
+    const int64_t first = config_.attention_window > 0 ? std::max<int64_t>(0, step - config_.attention_window) : 0;
+    return self_attention->attend_cached(q, keys, values, {}, first);
   };
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
     const auto q = cross_attention->project_q(in);  // [N, H, 1, Dh]
-    if (rows_per_memory == 1) return cross_attention->attend_heads(q, cache.memory_k, cache.memory_v, memory_bias);
+    if (rows_per_memory == 1) return cross_attention->attend_cached(q, cache.memory_k, cache.memory_v, memory_bias);
     // The K rows that share an encoder output become K query positions over that one copy:
     // [N, H, 1, Dh] -> [M, H, K, Dh], so memory keys and values are never repeated K times.
     const int64_t rows = q.size(0);
     const auto grouped = q.reshape({rows / rows_per_memory, rows_per_memory, q.size(1), q.size(3)}).transpose(1, 2);
     return cross_attention
-        ->attend_heads(grouped, cache.memory_k, cache.memory_v, memory_bias)  // [M, K, D]
+        ->attend_cached(grouped, cache.memory_k, cache.memory_v, memory_bias)  // [M, K, D]
         .reshape({rows, 1, -1});
   });
   return residual(h, feed_forward_norm, config_, is_training(),
@@ -91,7 +89,10 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
                           .masked_fill(memory_mask.logical_not(), -std::numeric_limits<float>::infinity());
   for (const auto& layer : *layers) {
     LayerCache cache;
-    std::tie(cache.memory_k, cache.memory_v) = layer->as<DecoderLayer>()->cross_attention->project_kv(memory);
+    const auto [k, v] = layer->as<DecoderLayer>()->cross_attention->project_kv(memory);  // strided head views
+    // Contiguous once here: every step's matmul would otherwise copy the strided views.
+    cache.memory_k = k.contiguous();
+    cache.memory_v = v.contiguous();
     state.layers.push_back(std::move(cache));
   }
   return state;

@@ -1,0 +1,202 @@
+#include "model/step_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TFM_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define TFM_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define TFM_VECTOR_CLONES
+#define TFM_ALWAYS_INLINE
+#endif
+
+namespace tfm {
+namespace {
+
+/// Float lanes of a dot product: independent partial sums the compiler keeps in one vector
+/// register, since it may not reorder a single float sum.
+constexpr int64_t kLanes = 16;
+
+/// Where one attention call reads and writes; strides in elements.
+template <typename T>
+struct StepViews {
+  const T* q;
+  int64_t q_b, q_h, q_t;
+  const T* k;
+  int64_t k_b, k_h, k_s;
+  const T* v;
+  int64_t v_b, v_h, v_s;
+  const T* bias;  // nullptr: no bias
+  int64_t bias_b, bias_s;
+  T* out;  // [B, Tq, H, Dh] contiguous
+  int64_t rows, heads, queries, keys, head_dim, first;
+  float sqrt_head_dim;
+};
+
+template <typename T>
+TFM_ALWAYS_INLINE inline float dot(const float* query, const T* key, int64_t n) {
+  float lanes[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += query[d + j] * static_cast<float>(key[d + j]);
+  }
+  for (; d < n; ++d) lanes[0] += query[d] * static_cast<float>(key[d]);
+  float sum = 0.0F;
+  for (float lane : lanes) sum += lane;
+  return sum;
+}
+
+/// Workspace of one thread: scores [S] and the scaled query [Dh].
+struct Scratch {
+  std::vector<float> scores, query;
+  Scratch(int64_t keys, int64_t head_dim) : scores(keys), query(head_dim) {}
+};
+
+/// One (row b, head h, query t): out = softmax(q k^T / sqrt(Dh) + bias) v.
+template <typename T>
+TFM_ALWAYS_INLINE inline void attend_one(const StepViews<T>& a, int64_t b, int64_t h, int64_t t, Scratch& scratch) {
+  const int64_t head_dim = a.head_dim;
+  const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
+  float* query = scratch.query.data();
+  for (int64_t d = 0; d < head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
+
+  float* scores = scratch.scores.data();
+  const T* keys = a.k + b * a.k_b + h * a.k_h;
+  const T* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t s = a.first; s < a.keys; ++s) {
+    float score = dot(query, keys + s * a.k_s, head_dim);
+    if (bias != nullptr) score += static_cast<float>(bias[s * a.bias_s]);
+    scores[s] = score;
+    max = std::max(max, score);
+  }
+  T* out = a.out + ((b * a.queries + t) * a.heads + h) * head_dim;
+  if (max == -std::numeric_limits<float>::infinity()) {  // no key to attend to
+    std::fill(out, out + head_dim, static_cast<T>(0.0F));
+    return;
+  }
+  float total = 0.0F;
+  for (int64_t s = a.first; s < a.keys; ++s) {
+    scores[s] = std::exp(scores[s] - max);
+    total += scores[s];
+  }
+  // The weighted sum of values, kLanes dimensions at a time, so that the partial sums stay in
+  // registers across the keys.
+  const T* values = a.v + b * a.v_b + h * a.v_h;
+  const float inverse_total = 1.0F / total;
+  for (int64_t d0 = 0; d0 < head_dim; d0 += kLanes) {
+    const int64_t width = std::min(kLanes, head_dim - d0);
+    float sum[kLanes] = {};
+    if (width == kLanes) {
+      for (int64_t s = a.first; s < a.keys; ++s) {
+        const T* value = values + s * a.v_s + d0;
+        for (int64_t j = 0; j < kLanes; ++j) sum[j] += scores[s] * static_cast<float>(value[j]);
+      }
+    } else {
+      for (int64_t s = a.first; s < a.keys; ++s) {
+        const T* value = values + s * a.v_s + d0;
+        for (int64_t j = 0; j < width; ++j) sum[j] += scores[s] * static_cast<float>(value[j]);
+      }
+    }
+    for (int64_t j = 0; j < width; ++j) out[d0 + j] = static_cast<T>(sum[j] * inverse_total);
+  }
+}
+
+/// Items [begin, end) of the (row, head, query) grid.
+template <typename T>
+TFM_ALWAYS_INLINE inline void attend_items(const StepViews<T>& a, int64_t begin, int64_t end) {
+  Scratch scratch(a.keys, a.head_dim);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t t = item % a.queries;
+    const int64_t h = item / a.queries % a.heads;
+    const int64_t b = item / (a.queries * a.heads);
+    attend_one(a, b, h, t, scratch);
+  }
+}
+
+// One build runs on every x86-64 CPU: the loops are compiled for AVX-512 and AVX2 as well as the
+// baseline, and the loader picks the widest the CPU has.
+TFM_VECTOR_CLONES void attend_range(const StepViews<float>& a, int64_t begin, int64_t end) {
+  attend_items(a, begin, end);
+}
+TFM_VECTOR_CLONES void attend_range(const StepViews<c10::BFloat16>& a, int64_t begin, int64_t end) {
+  attend_items(a, begin, end);
+}
+
+template <typename T>
+void attend_all(const StepViews<T>& a) {
+  const int64_t items = a.rows * a.heads * a.queries;
+  // Enough multiply-adds per task that a thread's share outweighs waking it.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, a.keys * a.head_dim));
+  at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { attend_range(a, begin, end); });
+}
+
+template <typename T>
+StepViews<T> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                      const torch::Tensor& bias, int64_t first, torch::Tensor& out) {
+  const int64_t length = keys.size(2);
+  return {q.data_ptr<T>(),
+          q.stride(0),
+          q.stride(1),
+          q.stride(2),
+          keys.data_ptr<T>(),
+          keys.stride(0),
+          keys.stride(1),
+          keys.stride(2),
+          values.data_ptr<T>(),
+          values.stride(0),
+          values.stride(1),
+          values.stride(2),
+          bias.defined() ? bias.data_ptr<T>() : nullptr,
+          bias.defined() ? bias.stride(0) : 0,
+          bias.defined() ? bias.stride(3) : 0,
+          out.data_ptr<T>(),
+          q.size(0),
+          q.size(1),
+          q.size(2),
+          length,
+          q.size(3),
+          std::clamp<int64_t>(first, 0, length),
+          std::sqrt(static_cast<float>(q.size(3)))};
+}
+
+}  // namespace
+
+bool step_attention_supported(const torch::Tensor& q) {
+  return q.device().is_cpu() && (q.scalar_type() == torch::kFloat32 || q.scalar_type() == torch::kBFloat16) &&
+         !(torch::GradMode::is_enabled() && q.requires_grad());
+}
+
+torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                             const torch::Tensor& bias, int64_t first) {
+  TORCH_CHECK(step_attention_supported(q), "step_attention: a CPU float32 or bfloat16 query outside autograd");
+  TORCH_CHECK(q.dim() == 4 && keys.dim() == 4 && values.sizes() == keys.sizes(), "step_attention: 4-d q, keys, values");
+  TORCH_CHECK(keys.scalar_type() == q.scalar_type() && values.scalar_type() == q.scalar_type(),
+              "step_attention: q, keys and values of one dtype");
+  const int64_t rows = q.size(0), heads = q.size(1), queries = q.size(2), head_dim = q.size(3);
+  const int64_t length = keys.size(2);
+  TORCH_CHECK(keys.size(0) == rows && keys.size(1) == heads && keys.size(3) == head_dim, "step_attention: keys ",
+              keys.sizes(), " do not match q ", q.sizes());
+  TORCH_CHECK(q.stride(3) == 1 && keys.stride(3) == 1 && values.stride(3) == 1,
+              "step_attention: the head dimension must be contiguous");
+  if (bias.defined()) {
+    TORCH_CHECK(
+        bias.scalar_type() == q.scalar_type() && bias.dim() == 4 && bias.size(0) == rows && bias.size(3) == length,
+        "step_attention: bias ", bias.sizes(), " is not [B, 1, 1, S] for keys ", keys.sizes());
+  }
+  auto out = torch::empty({rows, queries, heads * head_dim}, q.options());
+  if (q.scalar_type() == torch::kFloat32) {
+    attend_all(views_of<float>(q, keys, values, bias, first, out));
+  } else {
+    attend_all(views_of<c10::BFloat16>(q, keys, values, bias, first, out));
+  }
+  return out;
+}
+
+}  // namespace tfm

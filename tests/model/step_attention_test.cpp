@@ -1,0 +1,83 @@
+#include "model/step_attention.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/tensor_assert.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The paper's formula written out in float64, as an independent reference:
+/// q [B, H, Tq, Dh], k, v [B, H, S, Dh], bias [B, 1, 1, S] or undefined -> [B, Tq, H*Dh].
+torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& bias, int64_t first) {
+  const auto q64 = q.to(torch::kFloat64), k64 = k.to(torch::kFloat64), v64 = v.to(torch::kFloat64);
+  auto scores = torch::matmul(q64, k64.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(3)));
+  if (bias.defined()) scores = scores + bias.to(torch::kFloat64);
+  if (first > 0) scores.narrow(-1, 0, first).fill_(-kInf);
+  auto weights = torch::softmax(scores, -1).nan_to_num(0.0);  // a query with no key attends to nothing
+  const auto context = torch::matmul(weights, v64);           // [B, H, Tq, Dh]
+  return context.transpose(1, 2).reshape({q.size(0), q.size(2), -1});
+}
+
+TEST(StepAttention, MatchesTheFormulaOnATimeMajorCacheView) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(3);
+  const int64_t rows = 5, heads = 4, head_dim = 40, length = 9;  // Dh not a multiple of the 16 lanes
+  const auto q = torch::randn({rows, 1, 3 * heads * head_dim})
+                     .view({rows, 1, 3, heads, head_dim})
+                     .permute({2, 0, 3, 1, 4})[0];  // [N, H, 1, Dh], strided like project_qkv's
+  const auto cache = torch::randn({length, rows, heads, head_dim});
+  const auto keys = cache.permute({1, 2, 0, 3});  // [N, H, S, Dh] view
+  const auto values = torch::randn({length, rows, heads, head_dim}).permute({1, 2, 0, 3});
+  EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}), reference(q, keys, values, {}, 0).to(torch::kFloat32), 1e-5);
+  EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}, 4), reference(q, keys, values, {}, 4).to(torch::kFloat32),
+                     1e-5);
+}
+
+TEST(StepAttention, GroupedQueriesWithAPaddingBias) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(4);
+  const int64_t sources = 3, beam = 4, heads = 2, head_dim = 32, length = 7;
+  const auto q = torch::randn({sources, beam, heads, head_dim}).transpose(1, 2);  // [M, H, K, Dh]
+  const auto keys = torch::randn({sources, heads, length, head_dim});
+  const auto values = torch::randn({sources, heads, length, head_dim});
+  auto bias = torch::zeros({sources, 1, 1, length});
+  bias.index_put_({1, 0, 0, torch::indexing::Slice(5)}, -kInf);  // source 1 has 2 padded positions
+  bias.index_put_({2, 0, 0, torch::indexing::Slice()}, -kInf);   // source 2 has no key at all: zeros
+  const auto out = step_attention(q, keys, values, bias);
+  EXPECT_TENSOR_NEAR(out, reference(q, keys, values, bias, 0).to(torch::kFloat32), 1e-5);
+  EXPECT_TRUE(out[2].eq(0).all().item<bool>());
+}
+
+TEST(StepAttention, BFloat16ComputesInFloat) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const auto q = torch::randn({6, 4, 1, 32}).to(torch::kBFloat16);
+  const auto keys = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
+  const auto values = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
+  const auto bias = torch::zeros({6, 1, 1, 11}).to(torch::kBFloat16);
+  const auto out = step_attention(q, keys, values, bias);
+  ASSERT_EQ(out.scalar_type(), torch::kBFloat16);
+  // Only the output's rounding to bfloat16 (8 bits of mantissa) separates it from the float64 formula.
+  const auto expected = reference(q, keys, values, bias, 0);
+  EXPECT_LE((out.to(torch::kFloat64) - expected).abs().max().item<double>(),
+            expected.abs().max().item<double>() * std::pow(2.0, -8));
+}
+
+TEST(StepAttention, OnlyForCpuFloatOutsideAutograd) {
+  EXPECT_TRUE(step_attention_supported(torch::zeros({1, 1, 1, 4})));
+  EXPECT_FALSE(step_attention_supported(torch::zeros({1, 1, 1, 4}, torch::kFloat64)));
+  EXPECT_FALSE(step_attention_supported(torch::zeros({1, 1, 1, 4}).requires_grad_()));
+  EXPECT_THROW(step_attention(torch::zeros({2, 1, 1, 4}), torch::zeros({2, 1, 3, 5}), torch::zeros({2, 1, 3, 5}), {}),
+               c10::Error);
+}
+
+}  // namespace
+}  // namespace tfm
