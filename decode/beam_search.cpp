@@ -140,11 +140,13 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   beam_scores = beam_scores.to(device);
 
   for (int64_t step = 0; !active.empty(); ++step) {
-    auto log_probs = scorer.step(last_tokens, *state);  // [N, V'], N = active * K
-    const int64_t scored = log_probs.size(1);           // V'
-    processors.apply(log_probs, row_facts(active, step, beam, state->columns));
+    // log-probabilities values + row_offsets, [N, V'], N = active * K
+    auto [values, row_offsets] = scorer.step_scores(last_tokens, *state);
+    const int64_t scored = values.size(1);  // V'
+    processors.apply(values, row_facts(active, step, beam, state->columns));
+    const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
     const auto [scores_cpu, ids_cpu] =
-        beam_top_k(log_probs, beam_scores, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
+        beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
     const int64_t width = scores_cpu.size(1);
 
     std::vector<SentenceSearch> still_active;

@@ -6,6 +6,8 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "runtime/vector_clones.h"
+
 namespace tfm {
 namespace {
 
@@ -41,16 +43,61 @@ class TopList {
 
 /// Offers row `row` (beam score `offset` added to each cell) to `top`. Most chunks hold no cell
 /// above the threshold; the test over a chunk is branch-free so that it vectorizes.
-void scan_row(const float* row, int64_t width, float offset, int64_t first_id, TopList& top) {
+template <typename T>
+TFM_ALWAYS_INLINE void scan_row(const T* row, int64_t width, float offset, int64_t first_id, TopList& top) {
   int64_t c = 0;
   for (; c + kChunk <= width; c += kChunk) {
     const float threshold = top.threshold();
     int any = 0;
-    for (int64_t i = 0; i < kChunk; ++i) any |= static_cast<int>(offset + row[c + i] > threshold);
+    for (int64_t i = 0; i < kChunk; ++i) any |= static_cast<int>(offset + static_cast<float>(row[c + i]) > threshold);
     if (any == 0) continue;
-    for (int64_t i = 0; i < kChunk; ++i) top.offer(offset + row[c + i], first_id + c + i);
+    for (int64_t i = 0; i < kChunk; ++i) top.offer(offset + static_cast<float>(row[c + i]), first_id + c + i);
   }
-  for (; c < width; ++c) top.offer(offset + row[c], first_id + c);
+  for (; c < width; ++c) top.offer(offset + static_cast<float>(row[c]), first_id + c);
+}
+
+/// Where the selection reads and writes: cells [A*K, V'], offsets [A*K], scores and ids [A, count].
+template <typename T>
+struct TopKViews {
+  const T* cells;
+  const float* offsets;
+  float* scores;
+  int64_t* ids;
+  int64_t width, beam, count;
+};
+
+/// Sentences [begin, end).
+template <typename T>
+TFM_ALWAYS_INLINE void select_sentences(const TopKViews<T>& v, int64_t begin, int64_t end) {
+  for (int64_t a = begin; a < end; ++a) {
+    TopList top(v.scores + a * v.count, v.ids + a * v.count, v.count);
+    for (int64_t k = 0; k < v.beam; ++k) {
+      const int64_t row = a * v.beam + k;
+      const float offset = v.offsets[row];
+      if (offset == kNegInf) continue;  // an empty beam slot: every sum is -inf
+      scan_row(v.cells + row * v.width, v.width, offset, k * v.width, top);
+    }
+  }
+}
+
+TFM_VECTOR_CLONES void select_range(const TopKViews<float>& v, int64_t begin, int64_t end) {
+  select_sentences(v, begin, end);
+}
+TFM_VECTOR_CLONES void select_range(const TopKViews<c10::BFloat16>& v, int64_t begin, int64_t end) {
+  select_sentences(v, begin, end);
+}
+
+template <typename T>
+void select_all(const torch::Tensor& cells, const torch::Tensor& offsets, torch::Tensor& scores, torch::Tensor& ids,
+                int64_t beam) {
+  const TopKViews<T> views{cells.data_ptr<T>(),
+                           offsets.data_ptr<float>(),
+                           scores.data_ptr<float>(),
+                           ids.data_ptr<int64_t>(),
+                           cells.size(1),
+                           beam,
+                           scores.size(1)};
+  at::parallel_for(0, scores.size(0), 1, [&](int64_t begin, int64_t end) { select_range(views, begin, end); });
 }
 
 }  // namespace
@@ -62,8 +109,9 @@ std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_prob
   const int64_t sentences = rows / beam;
   TORCH_CHECK(rows % beam == 0 && beam_scores.numel() == rows, "beam_top_k: ", rows, " rows, beam ", beam);
   TORCH_CHECK(count >= 1 && count <= beam * width, "beam_top_k: count ", count, " of ", beam * width, " cells");
-  if (!log_probs.device().is_cpu() || log_probs.scalar_type() != torch::kFloat32) {
-    const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({sentences, -1});
+  const bool float_cells = log_probs.scalar_type() == torch::kFloat32 || log_probs.scalar_type() == torch::kBFloat16;
+  if (!log_probs.device().is_cpu() || !float_cells) {
+    const auto totals = (beam_scores.unsqueeze(1) + log_probs.to(torch::kFloat32)).view({sentences, -1});
     const auto [scores, ids] = totals.topk(count);
     return {scores.to(torch::kCPU), ids.to(torch::kCPU)};
   }
@@ -71,21 +119,11 @@ std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_prob
   const auto offsets = beam_scores.to(torch::kFloat32).contiguous();
   auto scores = torch::empty({sentences, count}, torch::kFloat32);
   auto ids = torch::empty({sentences, count}, torch::kLong);
-  const float* cell_data = cells.data_ptr<float>();
-  const float* offset_data = offsets.data_ptr<float>();
-  float* score_data = scores.data_ptr<float>();
-  int64_t* id_data = ids.data_ptr<int64_t>();
-  at::parallel_for(0, sentences, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t a = begin; a < end; ++a) {
-      TopList top(score_data + a * count, id_data + a * count, count);
-      for (int64_t k = 0; k < beam; ++k) {
-        const int64_t row = a * beam + k;
-        const float offset = offset_data[row];
-        if (offset == kNegInf) continue;  // an empty beam slot: every sum is -inf
-        scan_row(cell_data + row * width, width, offset, k * width, top);
-      }
-    }
-  });
+  if (cells.scalar_type() == torch::kFloat32) {
+    select_all<float>(cells, offsets, scores, ids, beam);
+  } else {
+    select_all<c10::BFloat16>(cells, offsets, scores, ids, beam);
+  }
   return {scores, ids};
 }
 

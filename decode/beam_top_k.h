@@ -12,8 +12,8 @@ namespace tfm {
 ///   (beam_scores.unsqueeze(1) + log_probs).view({A, K * V'}).topk(count)
 /// with ties taken in id order, but without writing the [N, V'] sums out: on the CPU one pass
 /// over log_probs with a small sorted list per sentence (elsewhere LibTorch's topk).
-/// log_probs: [A*K, V'] float32, beam_scores: [A*K] float32 -> scores [A, count] float32 and ids
-/// [A, count] int64, on the CPU. Slots past the finite candidates hold -inf.
+/// log_probs: [A*K, V'] float32 or bfloat16 (read as float32), beam_scores: [A*K] float32 -> scores [A, count] float32
+/// and ids [A, count] int64, on the CPU. Slots past the finite candidates hold -inf.
 std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_probs, const torch::Tensor& beam_scores,
                                                    int64_t beam, int64_t count);
 

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "model/log_normalizer.h"
+
 namespace tfm {
 namespace {
 
@@ -45,6 +47,15 @@ std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& sou
 
 torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& state) {
   return model_->step(last_tokens, static_cast<TransformerState&>(state).state);
+}
+
+StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
+  auto& decoder_state = static_cast<TransformerState&>(state).state;
+  auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V']
+  if (logits.scalar_type() == torch::kBFloat16 && log_normalizers_supported(logits) && !logits.requires_grad()) {
+    return {logits, log_normalizers(logits).neg_()};
+  }
+  return {model_->log_probs(logits), {}};
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

@@ -12,6 +12,14 @@
 
 namespace tfm {
 
+/// A step's scores in a form that need not be written out: log-probabilities
+/// values[n][c] + row_offsets[n]. values: [N, V'] float32 or bfloat16; row_offsets: [N] float32,
+/// or undefined when values are the log-probabilities themselves.
+struct StepScores {
+  torch::Tensor values;
+  torch::Tensor row_offsets;
+};
+
 /// The one interface search sees (Marian's startState/step): encode a batch once, then score
 /// the next token for every row, one step at a time. Rows start as the batch's sentences;
 /// search repeats, reorders and drops rows through State::reorder.
@@ -40,6 +48,12 @@ class Scorer {
   /// last_tokens: [N] token ids -> log-probabilities of the next token, [N, V'] float32, one
   /// column per token of state.columns (V' = V without a shortlist)
   virtual torch::Tensor step(const torch::Tensor& last_tokens, State& state) = 0;
+  /// step()'s log-probabilities as StepScores, for search that only reads them (beam search's
+  /// top-k). Anything that changes values cell by cell (masking a token, a penalty) changes the
+  /// log-probabilities alike, since the offsets are per row.
+  virtual StepScores step_scores(const torch::Tensor& last_tokens, State& state) {
+    return {step(last_tokens, state), {}};
+  }
   virtual int64_t vocab_size() const = 0;
 };
 
@@ -50,6 +64,10 @@ class TransformerScorer : public Scorer {
   explicit TransformerScorer(Transformer model, const Shortlist* shortlist = nullptr);
   std::unique_ptr<State> start(const torch::Tensor& source) override;
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
+  /// bfloat16 logits on the CPU stay as they are, with the log-softmax's normalizers as offsets
+  /// (model/log_normalizer.h): no [N, V] float32 copy and log-softmax at every step. float32
+  /// logits are normalized in place as step() does (the same bits).
+  StepScores step_scores(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
 
  private:

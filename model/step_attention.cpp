@@ -8,13 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TFM_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#define TFM_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define TFM_VECTOR_CLONES
-#define TFM_ALWAYS_INLINE
-#endif
+#include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
@@ -40,7 +34,7 @@ struct StepViews {
 };
 
 template <typename T>
-TFM_ALWAYS_INLINE inline float dot(const float* query, const T* key, int64_t n) {
+TFM_ALWAYS_INLINE float dot(const float* query, const T* key, int64_t n) {
   float lanes[kLanes] = {};
   int64_t d = 0;
   for (; d + kLanes <= n; d += kLanes) {
@@ -60,7 +54,7 @@ struct Scratch {
 
 /// One (row b, head h, query t): out = softmax(q k^T / sqrt(Dh) + bias) v.
 template <typename T>
-TFM_ALWAYS_INLINE inline void attend_one(const StepViews<T>& a, int64_t b, int64_t h, int64_t t, Scratch& scratch) {
+TFM_ALWAYS_INLINE void attend_one(const StepViews<T>& a, int64_t b, int64_t h, int64_t t, Scratch& scratch) {
   const int64_t head_dim = a.head_dim;
   const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
   float* query = scratch.query.data();
@@ -110,7 +104,7 @@ TFM_ALWAYS_INLINE inline void attend_one(const StepViews<T>& a, int64_t b, int64
 
 /// Items [begin, end) of the (row, head, query) grid.
 template <typename T>
-TFM_ALWAYS_INLINE inline void attend_items(const StepViews<T>& a, int64_t begin, int64_t end) {
+TFM_ALWAYS_INLINE void attend_items(const StepViews<T>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item % a.queries;
@@ -120,8 +114,6 @@ TFM_ALWAYS_INLINE inline void attend_items(const StepViews<T>& a, int64_t begin,
   }
 }
 
-// One build runs on every x86-64 CPU: the loops are compiled for AVX-512 and AVX2 as well as the
-// baseline, and the loader picks the widest the CPU has.
 TFM_VECTOR_CLONES void attend_range(const StepViews<float>& a, int64_t begin, int64_t end) {
   attend_items(a, begin, end);
 }

@@ -84,7 +84,7 @@ void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& 
   state.output_weight = PreparedWeight(output_.defined() ? output_.form() : PreparedWeight::Form::kPlain, rows);
 }
 
-torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
+torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
   const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                           // [N, D]
   torch::Tensor logits;  // [N, V'] over a shortlist, else [N, V]
@@ -95,7 +95,15 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderSta
   } else {
     logits = project(hidden);
   }
-  logits = logits.to(torch::kFloat32);
+  return logits;
+}
+
+torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
+  return log_probs(step_logits(last_tokens, state));
+}
+
+torch::Tensor TransformerImpl::log_probs(const torch::Tensor& step_logits) {
+  auto logits = step_logits.to(torch::kFloat32);
   if (!logits.is_cpu() || logits.requires_grad()) return torch::log_softmax(logits, -1);
   // In place (when nothing differentiates through it): the CPU kernel reads each row whole before
   // writing it, so the result is the same bits, and [N, V] floats fewer are live at every step.

@@ -43,6 +43,10 @@ class TransformerImpl : public torch::nn::Module {
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
   /// [N, V'] over the ids given to restrict_output, normalized over those tokens.
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
+  /// step() before its log-softmax: logits [N, V'] in the model's dtype (float32 for int8).
+  torch::Tensor step_logits(const torch::Tensor& last_tokens, DecoderState& state);
+  /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
+  static torch::Tensor log_probs(const torch::Tensor& logits);
 
   /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
   torch::Tensor project(const torch::Tensor& hidden);

@@ -35,6 +35,19 @@ TEST(BeamTopK, EqualsTopkOverTheSums) {
   }
 }
 
+TEST(BeamTopK, BFloat16CellsAreReadAsFloat32) {
+  torch::manual_seed(13);
+  const int64_t beam = 4, sentences = 3, width = 300;
+  const auto cells = (torch::randn({sentences * beam, width}) * 3).to(torch::kBFloat16);
+  const auto beam_scores = -torch::rand({sentences * beam}) * 10;
+  const auto totals = (beam_scores.unsqueeze(1) + cells.to(torch::kFloat32)).view({sentences, -1});
+  const auto [expected_scores, expected_ids] = totals.topk(2 * beam);
+  const auto [scores, ids] = beam_top_k(cells, beam_scores, beam, 2 * beam);
+  EXPECT_TRUE(torch::equal(scores, expected_scores)) << scores << expected_scores;
+  // bfloat16 cells tie often, and LibTorch's topk orders ties as it likes: each id must hold its score.
+  EXPECT_TRUE(torch::equal(totals.gather(1, ids), scores)) << ids << expected_ids;
+}
+
 TEST(BeamTopK, EmptySlotsAndMaskedCellsNeverBeatRealCandidates) {
   torch::manual_seed(12);
   const int64_t beam = 4;

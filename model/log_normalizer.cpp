@@ -1,0 +1,107 @@
+#include "model/log_normalizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "runtime/vector_clones.h"
+
+namespace tfm {
+namespace {
+
+constexpr int64_t kLanes = 16;  // independent partial results, one vector register's worth
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// e^x for x <= 0, to within a few float ulps (Cephes' expf polynomial), written with plain
+/// arithmetic so that a loop of it vectorizes (libm's expf does not). Below -87 the result is
+/// 2^-126 at most, which adds nothing to a sum that holds e^0 = 1.
+TFM_ALWAYS_INLINE float exp_nonpositive(float x) {
+  x = x < -87.0F ? -87.0F : x;
+  constexpr float kRound = 12582912.0F;  // 1.5 * 2^23: adding it rounds to an integer
+  const float shifted = x * 1.44269504F + kRound;
+  const float n = shifted - kRound;                              // round(x / ln 2)
+  const float f = (x - n * 0.693359375F) - n * -2.12194440e-4F;  // x - n ln 2, in two parts
+  float p = 1.9875691500e-4F;
+  p = p * f + 1.3981999507e-3F;
+  p = p * f + 8.3334519073e-3F;
+  p = p * f + 4.1665795894e-2F;
+  p = p * f + 1.6666665459e-1F;
+  p = p * f + 5.0000001201e-1F;
+  const float mantissa = p * f * f + f + 1.0F;
+  int32_t bits = 0;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  const int32_t exponent = (bits - 0x4B400000) + 127;  // n + 127, from shifted's low bits
+  const int32_t scale_bits = exponent << 23;
+  float scale = 0.0F;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return mantissa * scale;
+}
+
+template <typename T>
+TFM_ALWAYS_INLINE float row_max(const T* row, int64_t width) {
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, kNegInf);
+  int64_t c = 0;
+  for (; c + kLanes <= width; c += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float x = static_cast<float>(row[c + j]);
+      lanes[j] = x > lanes[j] ? x : lanes[j];
+    }
+  }
+  for (; c < width; ++c) lanes[0] = std::max(lanes[0], static_cast<float>(row[c]));
+  return *std::max_element(lanes, lanes + kLanes);
+}
+
+template <typename T>
+TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width) {
+  const float max = row_max(row, width);
+  if (max == kNegInf) return kNegInf;
+  float lanes[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= width; c += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += exp_nonpositive(static_cast<float>(row[c + j]) - max);
+  }
+  for (; c < width; ++c) lanes[0] += exp_nonpositive(static_cast<float>(row[c]) - max);
+  float sum = 0.0F;
+  for (float lane : lanes) sum += lane;
+  return max + std::log(sum);
+}
+
+TFM_VECTOR_CLONES void normalize_rows(const float* logits, int64_t width, float* out, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) out[r] = row_log_normalizer(logits + r * width, width);
+}
+TFM_VECTOR_CLONES void normalize_rows(const c10::BFloat16* logits, int64_t width, float* out, int64_t begin,
+                                      int64_t end) {
+  for (int64_t r = begin; r < end; ++r) out[r] = row_log_normalizer(logits + r * width, width);
+}
+
+}  // namespace
+
+bool log_normalizers_supported(const torch::Tensor& logits) {
+  return logits.device().is_cpu() && logits.dim() == 2 &&
+         (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kBFloat16);
+}
+
+torch::Tensor log_normalizers(const torch::Tensor& logits) {
+  TORCH_CHECK(log_normalizers_supported(logits), "log_normalizers: [N, V] float32 or bfloat16 CPU logits");
+  const auto rows = logits.contiguous();
+  const int64_t count = rows.size(0), width = rows.size(1);
+  auto out = torch::empty({count}, torch::kFloat32);
+  float* out_data = out.data_ptr<float>();
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width));
+  at::parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
+    if (rows.scalar_type() == torch::kFloat32) {
+      normalize_rows(rows.data_ptr<float>(), width, out_data, begin, end);
+    } else {
+      normalize_rows(rows.data_ptr<c10::BFloat16>(), width, out_data, begin, end);
+    }
+  });
+  return out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,46 @@
+// TransformerScorer's two forms of a step: log-probabilities written out, and logits with offsets.
+#include "decode/scorer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tests/decode/decode_test_support.h"
+#include "tests/tensor_assert.h"
+
+namespace tfm {
+namespace {
+
+using testing::random_model;
+using testing::source_for;
+
+/// The scores of the first three steps of `dtype`, both ways, on the same tokens.
+void expect_step_scores_equal_log_probs(torch::Dtype dtype, bool offsets_expected) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model(29, 5);
+  model->to(dtype);
+  TransformerScorer scorer(model);
+  const auto source = torch::cat({source_for({5, 6, 7, 8}), source_for({9, 10, 11, 12})});
+  auto written = scorer.start(source);
+  auto fused = scorer.start(source);
+  auto last = torch::full({2}, kBosId, torch::kLong);
+  for (int step = 0; step < 3; ++step) {
+    const auto log_probs = scorer.step(last, *written);  // [2, V] float32
+    const auto [values, row_offsets] = scorer.step_scores(last, *fused);
+    ASSERT_EQ(row_offsets.defined(), offsets_expected);
+    const auto combined =
+        row_offsets.defined() ? values.to(torch::kFloat32) + row_offsets.unsqueeze(1) : values.to(torch::kFloat32);
+    ASSERT_TENSOR_NEAR(combined, log_probs, 1e-5) << "step " << step;
+    last = torch::tensor({5 + step, 20 - step}, torch::kLong);
+  }
+}
+
+TEST(TransformerScorer, BFloat16StepScoresAreLogitsWithTheirNormalizers) {
+  expect_step_scores_equal_log_probs(torch::kBFloat16, true);
+}
+
+TEST(TransformerScorer, Float32StepScoresAreTheLogProbabilities) {
+  expect_step_scores_equal_log_probs(torch::kFloat32, false);
+}
+
+}  // namespace
+}  // namespace tfm
