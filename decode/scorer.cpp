@@ -52,7 +52,7 @@ torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& s
 StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
   auto& decoder_state = static_cast<TransformerState&>(state).state;
   auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V']
-  if (logits.scalar_type() == torch::kBFloat16 && log_normalizers_supported(logits) && !logits.requires_grad()) {
+  if (log_normalizers_supported(logits) && !logits.requires_grad()) {
     return {logits, log_normalizers(logits).neg_()};
   }
   return {model_->log_probs(logits), {}};

@@ -64,9 +64,9 @@ class TransformerScorer : public Scorer {
   explicit TransformerScorer(Transformer model, const Shortlist* shortlist = nullptr);
   std::unique_ptr<State> start(const torch::Tensor& source) override;
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
-  /// bfloat16 logits on the CPU stay as they are, with the log-softmax's normalizers as offsets
-  /// (model/log_normalizer.h): no [N, V] float32 copy and log-softmax at every step. float32
-  /// logits are normalized in place as step() does (the same bits).
+  /// On the CPU, the logits as they are (bfloat16 or float32) with the log-softmax's normalizers
+  /// as offsets (model/log_normalizer.h): no [N, V] float32 copy, nor a log-softmax pass over it,
+  /// at every step. Elsewhere step()'s log-probabilities.
   StepScores step_scores(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
 
