@@ -1,33 +1,98 @@
 #include "model/decoder_state.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <ATen/Parallel.h>
 
 #include <torch/torch.h>
 
 namespace tfm {
 namespace {
 
-/// Cache capacities are multiples of this many positions. Beam search reorders, and so
-/// reallocates, every cache every step: with the capacity a multiple of 16 the buffer freed at
-/// one step is exactly the size the next step asks for, for 16 steps in a row, so the allocator
-/// reuses it. Growing sizes every step left freed buffers too small for reuse and held a heap
-/// ~1.6x the live caches; doubling the capacity held up to twice the filled cache.
+/// Cache capacities are multiples of this many positions: a cache grows (a new buffer and a copy
+/// of the filled positions) once every 16 steps, and wastes at most 15 positions.
 constexpr int64_t kCapacityQuantum = 16;
 
 int64_t capacity_for(int64_t positions) {
   return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum;
 }
 
-/// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh], doubling the
-/// capacity (and keeping positions 0..step-1) when it is full.
+/// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh], growing the capacity
+/// (and keeping positions 0..step-1) when it is full.
 void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step) {
   if (!buffer.defined() || step >= buffer.size(0)) {
-    const int64_t capacity = capacity_for(std::max<int64_t>(1, 2 * step));
-    auto grown = torch::empty({capacity, x.size(0), x.size(1), x.size(3)}, x.options());
+    auto grown = torch::empty({capacity_for(step + 1), x.size(0), x.size(1), x.size(3)}, x.options());
     if (buffer.defined() && step > 0) grown.narrow(0, 0, step).copy_(buffer.narrow(0, 0, step));
     buffer = grown;
   }
   buffer.select(0, step).copy_(x.squeeze(2));
+}
+
+/// Whether new row i <- old row index[i] can be done in place, a block of `group` rows at a time:
+/// new block j reads old block b_j only, b_j >= j, and b_j grows with j. Beam search's reorders
+/// are of this kind (a sentence's K rows stay together; finished sentences leave, the others
+/// keep their order), and then the old block j is consumed before new block j overwrites it.
+bool reorders_in_place(const int64_t* index, int64_t rows, int64_t old_rows, int64_t group) {
+  if (rows > old_rows || rows % group != 0) return false;
+  int64_t previous = -1;
+  for (int64_t j = 0; j < rows / group; ++j) {
+    const int64_t block = index[j * group] / group;
+    if (block < j || block <= previous) return false;
+    for (int64_t i = j * group; i < (j + 1) * group; ++i) {
+      if (index[i] < 0 || index[i] >= old_rows || index[i] / group != block) return false;
+    }
+    previous = block;
+  }
+  return true;
+}
+
+/// Reorders the `filled` positions of a time-major cache [capacity, N, H, Dh] in place (see
+/// reorders_in_place), copying only the rows that change; the cache becomes its first N' rows.
+/// No buffer is allocated: the rows of a position stay where they were, N' of N in use.
+void reorder_in_place(torch::Tensor& cache, const int64_t* index, int64_t rows, int64_t group, int64_t filled) {
+  const int64_t row_bytes = cache.stride(1) * cache.element_size();
+  const int64_t position_bytes = cache.stride(0) * cache.element_size();
+  auto* base = static_cast<char*>(cache.data_ptr());
+  at::parallel_for(0, filled, 1, [&](int64_t begin, int64_t end) {
+    std::vector<char> moved(group * row_bytes);
+    for (int64_t t = begin; t < end; ++t) {
+      char* position = base + t * position_bytes;
+      for (int64_t first = 0; first < rows; first += group) {
+        // All of the block's reads before its writes: a row may be another's source.
+        for (int64_t i = first; i < first + group; ++i) {
+          if (index[i] != i)
+            std::memcpy(moved.data() + (i - first) * row_bytes, position + index[i] * row_bytes, row_bytes);
+        }
+        for (int64_t i = first; i < first + group; ++i) {
+          if (index[i] != i) std::memcpy(position + i * row_bytes, moved.data() + (i - first) * row_bytes, row_bytes);
+        }
+      }
+    }
+  });
+  cache = cache.narrow(1, 0, rows);
+}
+
+/// destination[t, i] = source[t, index[i]] for t < T: destination [T, N', H, Dh] contiguous, source
+/// [T, N, H, Dh] contiguous from dimension 1 on, index [N'] int64 on the CPU. Copies whole rows
+/// of H x Dh on every thread; LibTorch's index_select along dimension 1 copies them on one.
+void gather_rows(torch::Tensor& destination, const torch::Tensor& source, const torch::Tensor& index) {
+  const int64_t positions = destination.size(0), rows = destination.size(1), source_rows = source.size(1);
+  TORCH_CHECK(index.numel() == 0 || (index.min().item<int64_t>() >= 0 && index.max().item<int64_t>() < source_rows),
+              "reorder: a row index outside 0..", source_rows - 1);
+  const int64_t row_bytes = source.stride(1) * source.element_size();
+  const int64_t position_bytes = source.stride(0) * source.element_size();
+  const auto* from = static_cast<const char*>(source.data_ptr());
+  auto* to = static_cast<char*>(destination.data_ptr());
+  const int64_t* ids = index.data_ptr<int64_t>();
+  const int64_t grain = std::max<int64_t>(1, 32768 / row_bytes);
+  at::parallel_for(0, positions * rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / rows, n = i % rows;
+      std::memcpy(to + i * row_bytes, from + t * position_bytes + ids[n] * row_bytes, row_bytes);
+    }
+  });
 }
 
 /// Rows `index` of a time-major cache, copying only the `filled` positions into a buffer with room
@@ -38,15 +103,36 @@ torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& i
   auto out = torch::empty({capacity_for(filled + 1), index.size(0), buffer.size(2), buffer.size(3)}, buffer.options());
   if (filled > 0) {
     auto destination = out.narrow(0, 0, filled);  // contiguous: the first positions of a time-major buffer
-    at::index_select_out(destination, buffer.narrow(0, 0, filled), 1, index);
+    const auto source = buffer.narrow(0, 0, filled);
+    if (buffer.is_cpu() && buffer.stride(3) == 1 && buffer.stride(2) == buffer.size(3) &&
+        buffer.stride(1) == buffer.size(2) * buffer.size(3)) {
+      gather_rows(destination, source, index.to(torch::kCPU).contiguous());
+    } else {
+      at::index_select_out(destination, source, 1, index);
+    }
   }
   return out;
 }
 
-/// Rows `index` of every layer's self-attention cache (the filled positions only).
-void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& index, int64_t filled) {
+/// Rows `index` of every layer's self-attention cache (the filled positions only): in place where
+/// the reorder allows (reorders_in_place, with blocks of `group` rows), else into new buffers.
+void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& index, int64_t filled, int64_t group) {
+  if (layers.empty() || !layers.front().self_k.defined()) return;
+  const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh], every layer alike
+  const bool rows_packed =
+      cache.stride(3) == 1 && cache.stride(2) == cache.size(3) && cache.stride(1) == cache.size(2) * cache.size(3);
+  if (cache.is_cpu() && rows_packed) {
+    const auto rows = index.to(torch::kCPU).contiguous();
+    const int64_t* data = rows.data_ptr<int64_t>();
+    if (reorders_in_place(data, rows.numel(), cache.size(1), group)) {
+      for (auto& layer : layers) {
+        reorder_in_place(layer.self_k, data, rows.numel(), group, filled);
+        reorder_in_place(layer.self_v, data, rows.numel(), group, filled);
+      }
+      return;
+    }
+  }
   for (auto& layer : layers) {
-    if (!layer.self_k.defined()) continue;
     layer.self_k = reorder_filled(layer.self_k, index, filled);
     layer.self_v = reorder_filled(layer.self_v, index, filled);
   }
@@ -69,14 +155,14 @@ void DecoderState::repeat_rows(int64_t times) {
     const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh]
     const auto index = torch::arange(cache.size(1), torch::TensorOptions(torch::kLong).device(cache.device()))
                            .repeat_interleave(times);
-    reorder_self_caches(layers, index, step);
+    reorder_self_caches(layers, index, step, times);
   }
   rows_per_memory *= times;
 }
 
 void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
   const auto index = rows.to(memory_bias.device(), torch::kLong);
-  reorder_self_caches(layers, index, step);
+  reorder_self_caches(layers, index, step, rows_per_memory);
   if (same_memory) return;
   // The memory row each block of rows_per_memory new rows reads.
   auto memory_rows = index;

@@ -12,7 +12,9 @@ namespace tfm {
 /// Keys and values one decoder layer keeps between incremental steps.
 struct LayerCache {
   // [capacity, N, H, Dh], positions 0..step-1 filled: preallocated and written in place, one
-  // position per step. Time-major, so that reordering rows copies the filled positions only.
+  // position per step. Time-major, so that reordering rows copies the filled positions only;
+  // beam search's reorders run in place (rows that move are copied, rows that leave stay unused
+  // at the end of each position), so a copy of a state shares its caches.
   torch::Tensor self_k, self_v;
   torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
 

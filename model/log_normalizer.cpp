@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "runtime/fast_exp.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -16,31 +16,6 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // independent partial results, one vector register's worth
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-/// e^x for x <= 0, to within a few float ulps (Cephes' expf polynomial), written with plain
-/// arithmetic so that a loop of it vectorizes (libm's expf does not). Below -87 the result is
-/// 2^-126 at most, which adds nothing to a sum that holds e^0 = 1.
-TFM_ALWAYS_INLINE float exp_nonpositive(float x) {
-  x = x < -87.0F ? -87.0F : x;
-  constexpr float kRound = 12582912.0F;  // 1.5 * 2^23: adding it rounds to an integer
-  const float shifted = x * 1.44269504F + kRound;
-  const float n = shifted - kRound;                              // round(x / ln 2)
-  const float f = (x - n * 0.693359375F) - n * -2.12194440e-4F;  // x - n ln 2, in two parts
-  float p = 1.9875691500e-4F;
-  p = p * f + 1.3981999507e-3F;
-  p = p * f + 8.3334519073e-3F;
-  p = p * f + 4.1665795894e-2F;
-  p = p * f + 1.6666665459e-1F;
-  p = p * f + 5.0000001201e-1F;
-  const float mantissa = p * f * f + f + 1.0F;
-  int32_t bits = 0;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  const int32_t exponent = (bits - 0x4B400000) + 127;  // n + 127, from shifted's low bits
-  const int32_t scale_bits = exponent << 23;
-  float scale = 0.0F;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  return mantissa * scale;
-}
 
 template <typename T>
 TFM_ALWAYS_INLINE float row_max(const T* row, int64_t width) {

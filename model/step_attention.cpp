@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "runtime/fast_exp.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -46,71 +47,94 @@ TFM_ALWAYS_INLINE float dot(const float* query, const T* key, int64_t n) {
   return sum;
 }
 
-/// Workspace of one thread: scores [S] and the scaled query [Dh].
+/// (row, head, query) items computed together. Their scores and sums are walked position by
+/// position: at one position a block's keys lie side by side in a time-major cache, so the block
+/// streams through it instead of jumping a page for every key.
+constexpr int64_t kBlockItems = 32;
+
+/// Workspace of one thread: per item of a block, scores [S], the scaled query and the weighted
+/// sum of values [Dh].
 struct Scratch {
-  std::vector<float> scores, query;
-  Scratch(int64_t keys, int64_t head_dim) : scores(keys), query(head_dim) {}
+  std::vector<float> scores, queries, sums;
+  Scratch(int64_t keys, int64_t head_dim)
+      : scores(kBlockItems * keys), queries(kBlockItems * head_dim), sums(kBlockItems * head_dim) {}
 };
 
-/// One (row b, head h, query t): out = softmax(q k^T / sqrt(Dh) + bias) v.
+/// Where one item reads its keys, values and bias and writes its output.
 template <typename T>
-TFM_ALWAYS_INLINE void attend_one(const StepViews<T>& a, int64_t b, int64_t h, int64_t t, Scratch& scratch) {
-  const int64_t head_dim = a.head_dim;
-  const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
-  float* query = scratch.query.data();
-  for (int64_t d = 0; d < head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
+struct ItemViews {
+  const T* keys;
+  const T* values;
+  const T* bias;  // nullptr: no bias
+  T* out;
+};
 
-  float* scores = scratch.scores.data();
-  const T* keys = a.k + b * a.k_b + h * a.k_h;
-  const T* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
+template <typename T>
+TFM_ALWAYS_INLINE ItemViews<T> item_views(const StepViews<T>& a, int64_t item, float* query) {
+  const int64_t t = item % a.queries;
+  const int64_t h = item / a.queries % a.heads;
+  const int64_t b = item / (a.queries * a.heads);
+  const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
+  for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
+  return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, a.bias != nullptr ? a.bias + b * a.bias_b : nullptr,
+          a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim};
+}
+
+/// Scores [S] -> softmax weights in place; false when no key may be attended to.
+TFM_ALWAYS_INLINE bool softmax_in_place(float* scores, int64_t first, int64_t length) {
   float max = -std::numeric_limits<float>::infinity();
-  for (int64_t s = a.first; s < a.keys; ++s) {
-    float score = dot(query, keys + s * a.k_s, head_dim);
-    if (bias != nullptr) score += static_cast<float>(bias[s * a.bias_s]);
-    scores[s] = score;
-    max = std::max(max, score);
-  }
-  T* out = a.out + ((b * a.queries + t) * a.heads + h) * head_dim;
-  if (max == -std::numeric_limits<float>::infinity()) {  // no key to attend to
-    std::fill(out, out + head_dim, static_cast<T>(0.0F));
-    return;
-  }
+  for (int64_t s = first; s < length; ++s) max = scores[s] > max ? scores[s] : max;
+  if (max == -std::numeric_limits<float>::infinity()) return false;
   float total = 0.0F;
-  for (int64_t s = a.first; s < a.keys; ++s) {
-    scores[s] = std::exp(scores[s] - max);
+  for (int64_t s = first; s < length; ++s) {
+    scores[s] = exp_nonpositive(scores[s] - max);
     total += scores[s];
   }
-  // The weighted sum of values, kLanes dimensions at a time, so that the partial sums stay in
-  // registers across the keys.
-  const T* values = a.v + b * a.v_b + h * a.v_h;
   const float inverse_total = 1.0F / total;
-  for (int64_t d0 = 0; d0 < head_dim; d0 += kLanes) {
-    const int64_t width = std::min(kLanes, head_dim - d0);
-    float sum[kLanes] = {};
-    if (width == kLanes) {
-      for (int64_t s = a.first; s < a.keys; ++s) {
-        const T* value = values + s * a.v_s + d0;
-        for (int64_t j = 0; j < kLanes; ++j) sum[j] += scores[s] * static_cast<float>(value[j]);
-      }
-    } else {
-      for (int64_t s = a.first; s < a.keys; ++s) {
-        const T* value = values + s * a.v_s + d0;
-        for (int64_t j = 0; j < width; ++j) sum[j] += scores[s] * static_cast<float>(value[j]);
-      }
+  for (int64_t s = first; s < length; ++s) scores[s] *= inverse_total;
+  return true;
+}
+
+/// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
+template <typename T>
+TFM_ALWAYS_INLINE void attend_block(const StepViews<T>& a, int64_t begin, int64_t end, Scratch& scratch) {
+  const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
+  ItemViews<T> items[kBlockItems];
+  for (int64_t i = 0; i < count; ++i) items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
+
+  for (int64_t s = a.first; s < length; ++s) {
+    for (int64_t i = 0; i < count; ++i) {
+      float score = dot(&scratch.queries[i * head_dim], items[i].keys + s * a.k_s, head_dim);
+      if (items[i].bias != nullptr) score += static_cast<float>(items[i].bias[s * a.bias_s]);
+      scratch.scores[i * length + s] = score;
     }
-    for (int64_t j = 0; j < width; ++j) out[d0 + j] = static_cast<T>(sum[j] * inverse_total);
+  }
+  bool attends[kBlockItems];
+  for (int64_t i = 0; i < count; ++i) attends[i] = softmax_in_place(&scratch.scores[i * length], a.first, length);
+
+  float* sums = scratch.sums.data();
+  std::fill(sums, sums + count * head_dim, 0.0F);
+  for (int64_t s = a.first; s < length; ++s) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float weight = scratch.scores[i * length + s];
+      const T* value = items[i].values + s * a.v_s;
+      float* sum = sums + i * head_dim;
+      for (int64_t d = 0; d < head_dim; ++d) sum[d] += weight * static_cast<float>(value[d]);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    for (int64_t d = 0; d < head_dim; ++d) {  // a query with no key gets zeros
+      items[i].out[d] = static_cast<T>(attends[i] ? sums[i * head_dim + d] : 0.0F);
+    }
   }
 }
 
-/// Items [begin, end) of the (row, head, query) grid.
+/// Items [begin, end) of the (row, head, query) grid, a block at a time.
 template <typename T>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<T>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
-  for (int64_t item = begin; item < end; ++item) {
-    const int64_t t = item % a.queries;
-    const int64_t h = item / a.queries % a.heads;
-    const int64_t b = item / (a.queries * a.heads);
-    attend_one(a, b, h, t, scratch);
+  for (int64_t block = begin; block < end; block += kBlockItems) {
+    attend_block(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }
 

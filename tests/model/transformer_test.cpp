@@ -153,14 +153,18 @@ TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
   const auto bos = torch::full({6}, kBosId, torch::kLong);
   EXPECT_TENSOR_NEAR(model->step(bos, shared), model->step(bos, copied), 1e-5);
   const auto within = torch::tensor({1, 1, 2, 3, 5, 4}, torch::kLong);  // beams move inside their sentence
+  // Blocks of K rows reorder their caches in place; `copied`, one row per memory, into new buffers.
+  const void* cache_before = shared.layers.front().self_k.data_ptr();
   shared.reorder(within, /*same_memory=*/true);
   copied.reorder(within, /*same_memory=*/true);
+  EXPECT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
   const auto next = torch::tensor({5, 6, 7, 8, 9, 10}, torch::kLong);
   EXPECT_TENSOR_NEAR(model->step(next, shared), model->step(next, copied), 1e-5);
   const auto drop_middle = torch::tensor({1, 0, 4, 4}, torch::kLong);  // sentence 1 finished
   shared.reorder(drop_middle);
   copied.reorder(drop_middle);
   ASSERT_EQ(shared.layers.front().memory_k.size(0), 2);
+  EXPECT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
   const auto last = torch::tensor({11, 12, 13, 14}, torch::kLong);
   EXPECT_TENSOR_NEAR(model->step(last, shared), model->step(last, copied), 1e-5);
 
