@@ -30,6 +30,12 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step)
   buffer.select(0, step).copy_(x.squeeze(2));
 }
 
+/// Whether each row of a time-major cache [capacity, N, H, Dh] is one block of H x Dh elements
+/// (positions may hold more rows than N: a cache that rows left in place).
+bool rows_packed(const torch::Tensor& cache) {
+  return cache.stride(3) == 1 && cache.stride(2) == cache.size(3) && cache.stride(1) == cache.size(2) * cache.size(3);
+}
+
 /// Whether new row i <- old row index[i] can be done in place, a block of `group` rows at a time:
 /// new block j reads old block b_j only, b_j >= j, and b_j grows with j. Beam search's reorders
 /// are of this kind (a sentence's K rows stay together; finished sentences leave, the others
@@ -104,8 +110,7 @@ torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& i
   if (filled > 0) {
     auto destination = out.narrow(0, 0, filled);  // contiguous: the first positions of a time-major buffer
     const auto source = buffer.narrow(0, 0, filled);
-    if (buffer.is_cpu() && buffer.stride(3) == 1 && buffer.stride(2) == buffer.size(3) &&
-        buffer.stride(1) == buffer.size(2) * buffer.size(3)) {
+    if (buffer.is_cpu() && rows_packed(buffer)) {
       gather_rows(destination, source, index.to(torch::kCPU).contiguous());
     } else {
       at::index_select_out(destination, source, 1, index);
@@ -119,9 +124,7 @@ torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& i
 void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& index, int64_t filled, int64_t group) {
   if (layers.empty() || !layers.front().self_k.defined()) return;
   const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh], every layer alike
-  const bool rows_packed =
-      cache.stride(3) == 1 && cache.stride(2) == cache.size(3) && cache.stride(1) == cache.size(2) * cache.size(3);
-  if (cache.is_cpu() && rows_packed) {
+  if (cache.is_cpu() && rows_packed(cache)) {
     const auto rows = index.to(torch::kCPU).contiguous();
     const int64_t* data = rows.data_ptr<int64_t>();
     if (reorders_in_place(data, rows.numel(), cache.size(1), group)) {
