@@ -14,32 +14,31 @@
 namespace tfm {
 namespace {
 
-constexpr int64_t kLanes = 16;  // independent partial results, one vector register's worth
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 template <typename T>
 TFM_ALWAYS_INLINE float row_max(const T* row, int64_t width) {
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, kNegInf);
+  float lanes[kVectorLanes];
+  std::fill(lanes, lanes + kVectorLanes, kNegInf);
   int64_t c = 0;
-  for (; c + kLanes <= width; c += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) {
+  for (; c + kVectorLanes <= width; c += kVectorLanes) {
+    for (int64_t j = 0; j < kVectorLanes; ++j) {
       const float x = static_cast<float>(row[c + j]);
       lanes[j] = x > lanes[j] ? x : lanes[j];
     }
   }
   for (; c < width; ++c) lanes[0] = std::max(lanes[0], static_cast<float>(row[c]));
-  return *std::max_element(lanes, lanes + kLanes);
+  return *std::max_element(lanes, lanes + kVectorLanes);
 }
 
 template <typename T>
 TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width) {
   const float max = row_max(row, width);
   if (max == kNegInf) return kNegInf;
-  float lanes[kLanes] = {};
+  float lanes[kVectorLanes] = {};
   int64_t c = 0;
-  for (; c + kLanes <= width; c += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += exp_nonpositive(static_cast<float>(row[c + j]) - max);
+  for (; c + kVectorLanes <= width; c += kVectorLanes) {
+    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += exp_nonpositive(static_cast<float>(row[c + j]) - max);
   }
   for (; c < width; ++c) lanes[0] += exp_nonpositive(static_cast<float>(row[c]) - max);
   float sum = 0.0F;

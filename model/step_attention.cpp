@@ -14,10 +14,6 @@
 namespace tfm {
 namespace {
 
-/// Float lanes of a dot product: independent partial sums the compiler keeps in one vector
-/// register, since it may not reorder a single float sum.
-constexpr int64_t kLanes = 16;
-
 /// Where one attention call reads and writes; strides in elements.
 template <typename T>
 struct StepViews {
@@ -36,10 +32,10 @@ struct StepViews {
 
 template <typename T>
 TFM_ALWAYS_INLINE float dot(const float* query, const T* key, int64_t n) {
-  float lanes[kLanes] = {};
+  float lanes[kVectorLanes] = {};
   int64_t d = 0;
-  for (; d + kLanes <= n; d += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += query[d + j] * static_cast<float>(key[d + j]);
+  for (; d + kVectorLanes <= n; d += kVectorLanes) {
+    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += query[d + j] * static_cast<float>(key[d + j]);
   }
   for (; d < n; ++d) lanes[0] += query[d] * static_cast<float>(key[d]);
   float sum = 0.0F;

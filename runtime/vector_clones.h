@@ -12,3 +12,13 @@
 #define TFM_VECTOR_CLONES
 #define TFM_ALWAYS_INLINE inline
 #endif
+
+#include <cstdint>
+
+namespace tfm {
+
+/// Independent float partial results a kernel's loop keeps (one AVX-512 register's worth): the
+/// compiler may not reorder a single float sum or maximum, but it vectorizes 16 of them.
+constexpr int64_t kVectorLanes = 16;
+
+}  // namespace tfm
