@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <limits>
 #include <optional>
 
 #include "model/dropout.h"
@@ -118,10 +119,10 @@ torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, cons
   }
   auto mask = bias;
   if (first > 0) {
-    TORCH_CHECK(!bias.defined(), "attend_cached: a bias and a first position together");
     const int64_t length = k.size(2);
-    mask =
+    const auto kept =
         torch::arange(length, torch::TensorOptions(torch::kLong).device(k.device())).ge(first).view({1, 1, 1, length});
+    mask = bias.defined() ? bias.masked_fill(kept.logical_not(), -std::numeric_limits<float>::infinity()) : kept;
   }
   return attend_heads(q, k, v, mask);
 }

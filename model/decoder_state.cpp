@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -141,6 +142,29 @@ void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& i
   }
 }
 
+/// [M, H, S, Dh] (or a bias [M, 1, 1, S]) padded with `fill` to `length` positions along dim 2 or 3.
+torch::Tensor pad_positions(const torch::Tensor& x, int64_t dim, int64_t length, double fill) {
+  const int64_t have = x.size(dim);
+  if (have == length) return x;
+  auto sizes = x.sizes().vec();
+  sizes[dim] = length - have;
+  return torch::cat({x, torch::full(sizes, fill, x.options())}, dim);
+}
+
+/// A time-major cache [capacity, N, H, Dh] with `added` rows after its N, keeping positions
+/// first .. filled-1 of the old rows as positions 0 .. filled-first-1; the new rows read zeros
+/// there (masked, but finite: a masked key's weight is 0, and 0 x a stale NaN would not be).
+torch::Tensor add_rows(const torch::Tensor& cache, int64_t added, int64_t first, int64_t filled) {
+  torch::NoGradGuard no_grad;
+  const int64_t kept = filled - first, rows = cache.size(1);
+  auto out = torch::empty({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
+  if (kept > 0) {
+    out.narrow(0, 0, kept).narrow(1, 0, rows).copy_(cache.narrow(0, first, kept));
+    out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
+  }
+  return out;
+}
+
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> LayerCache::append(const torch::Tensor& k, const torch::Tensor& v,
@@ -161,11 +185,23 @@ void DecoderState::repeat_rows(int64_t times) {
     reorder_self_caches(layers, index, step, times);
   }
   rows_per_memory *= times;
+  if (!row_starts.empty()) {
+    std::vector<int64_t> starts;
+    for (const int64_t start : row_starts) starts.insert(starts.end(), times, start);
+    row_starts = std::move(starts);
+  }
 }
 
 void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
   const auto index = rows.to(memory_bias.device(), torch::kLong);
   reorder_self_caches(layers, index, step, rows_per_memory);
+  if (!row_starts.empty()) {
+    const auto on_cpu = index.to(torch::kCPU).contiguous();
+    const int64_t* ids = on_cpu.data_ptr<int64_t>();
+    std::vector<int64_t> starts(on_cpu.numel());
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] = row_starts.at(ids[i]);
+    row_starts = std::move(starts);
+  }
   if (same_memory) return;
   // The memory row each block of rows_per_memory new rows reads.
   auto memory_rows = index;
@@ -185,6 +221,56 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     select(layer.memory_v);
   }
   select(memory_bias);
+}
+
+int64_t DecoderState::rows() const { return memory_bias.size(0) * rows_per_memory; }
+
+std::vector<int64_t> DecoderState::next_positions() const {
+  std::vector<int64_t> positions(rows(), step);
+  for (size_t n = 0; n < row_starts.size(); ++n) positions[n] = step - row_starts[n];
+  return positions;
+}
+
+torch::Tensor DecoderState::self_attention_bias(torch::ScalarType dtype) const {
+  if (row_starts.empty()) return {};
+  const auto starts = torch::tensor(row_starts, torch::kLong).view({-1, 1, 1, 1});   // [N, 1, 1, 1]
+  const auto positions = torch::arange(step + 1, torch::kLong).view({1, 1, 1, -1});  // [1, 1, 1, T]
+  auto bias = torch::zeros({static_cast<int64_t>(row_starts.size()), 1, 1, step + 1}, torch::kFloat32)
+                  .masked_fill_(positions.lt(starts), -std::numeric_limits<float>::infinity());  // [N, 1, 1, T]
+  return bias.to(memory_bias.device(), dtype);
+}
+
+void DecoderState::append(DecoderState other) {
+  TORCH_CHECK(other.step == 0, "append: the joining state has already decoded");
+  TORCH_CHECK(other.rows_per_memory == rows_per_memory, "append: ", other.rows_per_memory,
+              " rows per encoder output join ", rows_per_memory);
+  TORCH_CHECK(other.layers.size() == layers.size(), "append: states of different models");
+  TORCH_CHECK(!output_weight.defined() && !other.output_weight.defined(),
+              "append: states restricted to a shortlist cannot join");
+  const int64_t old_rows = rows(), added = other.rows();
+  // The first position any row still reads: positions before it are dropped from the caches.
+  const int64_t first = row_starts.empty() ? 0 : *std::min_element(row_starts.begin(), row_starts.end());
+  const int64_t length = std::max(memory_bias.size(3), other.memory_bias.size(3));
+  for (size_t i = 0; i < layers.size(); ++i) {
+    auto& layer = layers[i];
+    auto& joining = other.layers[i];
+    layer.memory_k =
+        torch::cat({pad_positions(layer.memory_k, 2, length, 0.0), pad_positions(joining.memory_k, 2, length, 0.0)});
+    layer.memory_v =
+        torch::cat({pad_positions(layer.memory_v, 2, length, 0.0), pad_positions(joining.memory_v, 2, length, 0.0)});
+    if (step > 0 && layer.self_k.defined()) {
+      layer.self_k = add_rows(layer.self_k, added, first, step);
+      layer.self_v = add_rows(layer.self_v, added, first, step);
+    }
+  }
+  const double masked = -std::numeric_limits<double>::infinity();
+  memory_bias =
+      torch::cat({pad_positions(memory_bias, 3, length, masked), pad_positions(other.memory_bias, 3, length, masked)});
+  if (step == 0) return;  // nothing decoded yet: every row begins at 0
+  if (row_starts.empty()) row_starts.assign(old_rows, 0);
+  for (auto& start : row_starts) start -= first;
+  step -= first;
+  row_starts.insert(row_starts.end(), added, step);
 }
 
 }  // namespace tfm

@@ -31,7 +31,11 @@ struct DecoderState {
   // [M, 1, 1, S] in the model's dtype: 0 for real source tokens, -inf for padding, added to the
   // cross-attention scores (model/attention.h: attention_weights)
   torch::Tensor memory_bias;
-  int64_t step = 0;  // target tokens consumed so far (the next token's position)
+  int64_t step = 0;  // cache positions written so far (the next token's cache position)
+  // Where each row's sentence began: its tokens lie at cache positions row_starts[n] .. step-1,
+  // and its next token is its own position step - row_starts[n]. Sentences that joined a running
+  // batch (append()) begin later than 0. Empty while every row begins at 0.
+  std::vector<int64_t> row_starts;
   // Rows per encoder output: row r reads memory r / rows_per_memory (memory_k, memory_v and
   // memory_bias have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
@@ -52,6 +56,21 @@ struct DecoderState {
   /// With rows_per_memory K > 1, `rows` must come in blocks of K rows that read one memory (beam
   /// search keeps each sentence's K hypotheses together); this is checked.
   void reorder(const torch::Tensor& rows, bool same_memory = false);
+
+  /// Continuous batching: the rows of `other` (started for other sentences by
+  /// TransformerImpl::start_decoding and repeated alike, not stepped yet) join after this state's
+  /// rows and begin at position `step`; a row's translation is the one it gets decoded alone.
+  /// Encoder outputs are padded to the longer source; the caches keep only the positions that a
+  /// row still reads. Not with a shortlist (output_weight): each batch has its own columns.
+  void append(DecoderState other);
+
+  /// Rows: N.
+  int64_t rows() const;
+  /// Each row's position of its next token (step when every row began at 0): N entries.
+  std::vector<int64_t> next_positions() const;
+  /// This step's self-attention bias for rows that began late: [N, 1, 1, step + 1] in `dtype`, 0
+  /// from a row's start on and -inf before it; undefined while every row began at 0.
+  torch::Tensor self_attention_bias(torch::ScalarType dtype) const;
 };
 
 }  // namespace tfm

@@ -1,5 +1,6 @@
 #include "model/embeddings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -36,20 +37,35 @@ TokenAndPositionImpl::TokenAndPositionImpl(const ModelConfig& config, torch::nn:
   }
 }
 
-torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {
-  const int64_t length = ids.size(1);
-  torch::Tensor position_vectors;  // [T, D]
+torch::Tensor TokenAndPositionImpl::position_table(int64_t first, int64_t length, const torch::Device& device) const {
   if (config_.positions == PositionEncoding::kSinusoidal) {
-    position_vectors = sinusoidal_positions(first_position, length, config_.d_model, ids.device());
-  } else {
-    if (first_position + length > config_.max_positions) {
-      throw std::invalid_argument("sequence of " + std::to_string(first_position + length) +
-                                  " positions exceeds the model's learned maximum of " +
-                                  std::to_string(config_.max_positions));
-    }
-    position_vectors = positions->weight.narrow(0, first_position, length);
+    return sinusoidal_positions(first, length, config_.d_model, device);
   }
-  const auto token_vectors = tokens(ids) * scale_;  // [B, T, D]
+  if (first + length > config_.max_positions) {
+    throw std::invalid_argument("sequence of " + std::to_string(first + length) +
+                                " positions exceeds the model's learned maximum of " +
+                                std::to_string(config_.max_positions));
+  }
+  return positions->weight.narrow(0, first, length);
+}
+
+torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {
+  const auto position_vectors = position_table(first_position, ids.size(1), ids.device());  // [T, D]
+  const auto token_vectors = tokens(ids) * scale_;                                          // [B, T, D]
+  const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
+  return apply_dropout(embedded, config_.dropout, is_training());
+}
+
+torch::Tensor TokenAndPositionImpl::forward_at(const torch::Tensor& ids, const std::vector<int64_t>& row_positions) {
+  TORCH_CHECK(ids.dim() == 2 && ids.size(1) == 1 && ids.size(0) == static_cast<int64_t>(row_positions.size()),
+              "forward_at: one token and one position per row");
+  const auto [lowest, highest] = std::minmax_element(row_positions.begin(), row_positions.end());
+  // Each position's vector is computed as forward() computes it, so a row's embedding has the
+  // same bits whichever batch it is decoded in.
+  const auto table = position_table(*lowest, *highest - *lowest + 1, ids.device());  // [P, D]
+  const auto rows = torch::tensor(row_positions, torch::kLong).sub_(*lowest).to(ids.device());
+  const auto position_vectors = table.index_select(0, rows).unsqueeze(1);  // [N, 1, D]
+  const auto token_vectors = tokens(ids) * scale_;                         // [N, 1, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
   return apply_dropout(embedded, config_.dropout, is_training());
 }

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
@@ -23,11 +24,16 @@ class TokenAndPositionImpl : public torch::nn::Module {
   TokenAndPositionImpl(const ModelConfig& config, torch::nn::Embedding tokens);
   /// ids: [B, T]; positions start at `first_position` (> 0 in incremental decoding) -> [B, T, D]
   torch::Tensor forward(const torch::Tensor& ids, int64_t first_position = 0);
+  /// One token per row at a position of its own (rows of a decoding batch that began at different
+  /// steps). ids: [N, 1], row_positions: N entries -> [N, 1, D]
+  torch::Tensor forward_at(const torch::Tensor& ids, const std::vector<int64_t>& row_positions);
 
   torch::nn::Embedding tokens{nullptr};     // [V, D], registered by the owner, possibly shared
   torch::nn::Embedding positions{nullptr};  // learned positions only: [max_positions, D]
 
  private:
+  /// Positions first .. first+length-1 -> [length, D] float32 (sinusoids or the learned table)
+  torch::Tensor position_table(int64_t first, int64_t length, const torch::Device& device) const;
   ModelConfig config_;
   double scale_;
 };

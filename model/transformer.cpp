@@ -85,8 +85,12 @@ void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& 
 }
 
 torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
-  const auto embedded = target_embedding->forward(last_tokens.view({-1, 1}), state.step);  // [N, 1, D]
-  const auto hidden = decoder->step(embedded, state).squeeze(1);                           // [N, D]
+  const auto ids = last_tokens.view({-1, 1});  // [N, 1]
+  // Rows that joined a running batch are at positions of their own.
+  const auto embedded = state.row_starts.empty()
+                            ? target_embedding->forward(ids, state.step)
+                            : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
+  const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
   torch::Tensor logits;  // [N, V'] over a shortlist, else [N, V]
   if (state.output_weight.defined()) {
     logits = state.output_weight.linear(hidden);
