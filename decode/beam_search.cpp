@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -23,23 +24,30 @@ struct Beam {
 
 /// One sentence's search: K live beams (rows of the scorer's state) and its finished hypotheses.
 struct SentenceSearch {
-  int64_t index = 0;    // position in the caller's batch
-  int64_t max_len = 0;  // output tokens allowed, eos included
+  int64_t tag = 0;        // the caller's name for it (beam_search(): its row in the batch)
+  int64_t max_len = 0;    // output tokens allowed, eos included
+  int64_t generated = 0;  // steps taken (tokens chosen, eos included)
   std::vector<Beam> beams;
   std::vector<Hypothesis> finished;  // best first, at most K
 };
 
 /// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
-RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t step, int64_t beam, const TokenColumns& columns) {
+RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t beam, const TokenColumns& columns) {
   RowFacts facts;
-  facts.step = step;
+  facts.step = active.front().generated;
   facts.columns = &columns;
+  bool same_step = true;
   for (const auto& sentence : active) {
-    const uint8_t at_max = step + 1 >= sentence.max_len ? 1 : 0;
+    const uint8_t at_max = sentence.generated + 1 >= sentence.max_len ? 1 : 0;
+    facts.step = std::min(facts.step, sentence.generated);
+    same_step = same_step && sentence.generated == active.front().generated;
     for (int64_t k = 0; k < beam; ++k) {
       facts.force_eos.push_back(at_max);
       facts.history.push_back(&sentence.beams[k].tokens);
     }
+  }
+  if (!same_step) {
+    for (const auto& sentence : active) facts.steps.insert(facts.steps.end(), beam, sentence.generated);
   }
   return facts;
 }
@@ -100,18 +108,6 @@ std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, 
   return parents;
 }
 
-/// One search per sentence, each with one live beam and K - 1 empty slots.
-std::vector<SentenceSearch> start_sentences(const std::vector<int64_t>& source_lengths, const SearchOptions& options) {
-  std::vector<SentenceSearch> sentences(source_lengths.size());
-  for (size_t b = 0; b < sentences.size(); ++b) {
-    sentences[b].index = static_cast<int64_t>(b);
-    sentences[b].max_len = max_output_length(source_lengths[b], options);
-    sentences[b].beams.resize(options.beam);
-    sentences[b].beams[0].log_prob = 0.0;
-  }
-  return sentences;
-}
-
 std::vector<Hypothesis> best_of(SentenceSearch& sentence, int64_t nbest) {
   auto& finished = sentence.finished;
   if (static_cast<int64_t>(finished.size()) > nbest) finished.resize(nbest);
@@ -120,62 +116,121 @@ std::vector<Hypothesis> best_of(SentenceSearch& sentence, int64_t nbest) {
 
 }  // namespace
 
+struct BeamSearchStream::Search {
+  Scorer& scorer;
+  SearchOptions options;
+  LogitsProcessors processors;
+  std::unique_ptr<Scorer::State> state;  // rows a*K..a*K+K-1: active[a]'s beams
+  std::vector<SentenceSearch> active;
+  std::vector<int64_t> last_tokens;  // [N]
+  std::vector<float> beam_scores;    // [N]: each row's log-probability so far (-inf: an empty slot)
+  torch::Device device = torch::kCPU;
+
+  Search(Scorer& scorer, const SearchOptions& options) : scorer(scorer), options(options), processors(options) {}
+};
+
+BeamSearchStream::BeamSearchStream(Scorer& scorer, const SearchOptions& options) {
+  validate(options);
+  search_ = std::make_unique<Search>(scorer, options);
+}
+
+BeamSearchStream::~BeamSearchStream() = default;
+
+size_t BeamSearchStream::sentences() const { return search_->active.size(); }
+
+void BeamSearchStream::add(const torch::Tensor& source, const std::vector<int64_t>& source_lengths,
+                           const std::vector<int64_t>& tags) {
+  Search& s = *search_;
+  const int64_t batch = source.size(0), beam = s.options.beam;
+  if (static_cast<int64_t>(source_lengths.size()) != batch || static_cast<int64_t>(tags.size()) != batch)
+    throw std::invalid_argument("beam search: one length and one tag a row");
+  if (batch == 0) return;
+  if (!s.active.empty() && !s.scorer.joins())
+    throw std::logic_error("beam search: this scorer cannot add sentences to a running batch");
+  auto state = s.scorer.start(source);
+  state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
+  if (s.active.empty()) {
+    s.state = std::move(state);
+    s.device = source.device();
+  } else {
+    s.state->append(*state);
+  }
+  for (int64_t b = 0; b < batch; ++b) {  // one live beam and K - 1 empty slots
+    SentenceSearch sentence;
+    sentence.tag = tags[b];
+    sentence.max_len = max_output_length(source_lengths[b], s.options);
+    sentence.beams.resize(beam);
+    sentence.beams[0].log_prob = 0.0;
+    s.active.push_back(std::move(sentence));
+    for (int64_t k = 0; k < beam; ++k) {
+      s.last_tokens.push_back(kBosId);
+      s.beam_scores.push_back(k == 0 ? 0.0F : -std::numeric_limits<float>::infinity());
+    }
+  }
+}
+
+std::vector<FinishedSentence> BeamSearchStream::step() {
+  Search& s = *search_;
+  std::vector<FinishedSentence> finished;
+  if (s.active.empty()) return finished;
+  const int64_t beam = s.options.beam;
+  auto& state = *s.state;
+  // log-probabilities values + row_offsets, [N, V'], N = active * K
+  auto [values, row_offsets] = s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
+  const int64_t scored = values.size(1);  // V'
+  s.processors.apply(values, row_facts(s.active, beam, state.columns));
+  const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);
+  const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
+  const auto [scores_cpu, ids_cpu] =
+      beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
+  const int64_t width = scores_cpu.size(1);
+
+  std::vector<SentenceSearch> still_active;
+  std::vector<int64_t> keep_rows;
+  s.last_tokens.clear();
+  s.beam_scores.clear();
+  for (size_t a = 0; a < s.active.size(); ++a) {
+    auto& sentence = s.active[a];
+    std::vector<int64_t> tokens;
+    const auto parents =
+        select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
+                    state.columns, scored, beam, s.options.length_penalty, tokens);
+    ++sentence.generated;
+    if (is_done(sentence, sentence.generated, s.options)) {
+      finished.push_back({sentence.tag, best_of(sentence, s.options.nbest)});
+      continue;
+    }
+    for (int64_t k = 0; k < beam; ++k) {
+      keep_rows.push_back(static_cast<int64_t>(a) * beam + parents[k]);
+      s.last_tokens.push_back(tokens[k]);
+      s.beam_scores.push_back(static_cast<float>(sentence.beams[k].log_prob));
+    }
+    still_active.push_back(std::move(sentence));
+  }
+  // While no sentence left the batch, every row stays within its sentence's block of K rows.
+  const bool same_source = still_active.size() == s.active.size();
+  s.active = std::move(still_active);
+  if (s.active.empty()) {
+    s.state.reset();  // the next sentences start a new batch
+  } else {
+    state.reorder(torch::tensor(keep_rows, torch::kLong).to(s.device), same_source);
+  }
+  return finished;
+}
+
 std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& source,
                                                  const std::vector<int64_t>& source_lengths,
                                                  const SearchOptions& options) {
-  validate(options);
   const int64_t batch = source.size(0);
-  const int64_t beam = options.beam;
-  const auto device = source.device();
   if (static_cast<int64_t>(source_lengths.size()) != batch)
     throw std::invalid_argument("beam_search: one length a row");
+  BeamSearchStream stream(scorer, options);
+  std::vector<int64_t> tags(batch);
+  std::iota(tags.begin(), tags.end(), 0);
+  stream.add(source, source_lengths, tags);
   std::vector<std::vector<Hypothesis>> results(batch);
-  std::vector<SentenceSearch> active = start_sentences(source_lengths, options);
-  const LogitsProcessors processors(options);
-  auto state = scorer.start(source);
-  state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
-  auto last_tokens = torch::full({batch * beam}, kBosId, torch::TensorOptions(torch::kLong).device(device));
-  auto beam_scores = torch::tensor(std::vector<double>(batch * beam, kNegInf), torch::kFloat32);
-  for (int64_t b = 0; b < batch; ++b) beam_scores[b * beam] = 0.0;
-  beam_scores = beam_scores.to(device);
-
-  for (int64_t step = 0; !active.empty(); ++step) {
-    // log-probabilities values + row_offsets, [N, V'], N = active * K
-    auto [values, row_offsets] = scorer.step_scores(last_tokens, *state);
-    const int64_t scored = values.size(1);  // V'
-    processors.apply(values, row_facts(active, step, beam, state->columns));
-    const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
-    const auto [scores_cpu, ids_cpu] =
-        beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
-    const int64_t width = scores_cpu.size(1);
-
-    std::vector<SentenceSearch> still_active;
-    std::vector<int64_t> keep_rows, next_tokens;
-    std::vector<float> next_scores;
-    for (size_t a = 0; a < active.size(); ++a) {
-      auto& sentence = active[a];
-      std::vector<int64_t> tokens;
-      const auto parents =
-          select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
-                      state->columns, scored, beam, options.length_penalty, tokens);
-      if (is_done(sentence, step + 1, options)) {
-        results[sentence.index] = best_of(sentence, options.nbest);
-        continue;
-      }
-      for (int64_t k = 0; k < beam; ++k) {
-        keep_rows.push_back(static_cast<int64_t>(a) * beam + parents[k]);
-        next_tokens.push_back(tokens[k]);
-        next_scores.push_back(static_cast<float>(sentence.beams[k].log_prob));
-      }
-      still_active.push_back(std::move(sentence));
-    }
-    // While no sentence left the batch, every row stays within its sentence's block of K rows.
-    const bool same_source = still_active.size() == active.size();
-    active = std::move(still_active);
-    if (active.empty()) break;
-    state->reorder(torch::tensor(keep_rows, torch::kLong).to(device), same_source);
-    last_tokens = torch::tensor(next_tokens, torch::kLong).to(device);
-    beam_scores = torch::tensor(next_scores, torch::kFloat32).to(device);
+  while (!stream.empty()) {
+    for (auto& sentence : stream.step()) results[sentence.tag] = std::move(sentence.nbest);
   }
   return results;
 }

@@ -59,6 +59,16 @@ std::optional<torch::Tensor> forced_rows(const RowFacts& rows, const torch::Devi
 void MinLength::apply(torch::Tensor& log_probs, const RowFacts& rows) const {
   if (rows.step >= length_) return;
   auto eos = log_probs.select(1, kEosId);  // [N], a view
+  if (!rows.steps.empty()) {               // rows at steps of their own: the short ones that are not at their maximum
+    std::vector<uint8_t> short_rows(rows.steps.size());
+    for (size_t n = 0; n < short_rows.size(); ++n) {
+      short_rows[n] = rows.steps[n] < length_ && (rows.force_eos.empty() || rows.force_eos[n] == 0) ? 1 : 0;
+    }
+    eos.masked_fill_(
+        torch::tensor(std::vector<int64_t>(short_rows.begin(), short_rows.end())).to(log_probs.device(), torch::kBool),
+        kNegInf);
+    return;
+  }
   // A row at its maximum length ends all the same: the maximum wins.
   if (const auto forced = forced_rows(rows, log_probs.device())) {
     eos.masked_fill_(forced->logical_not(), kNegInf);

@@ -12,10 +12,11 @@ namespace tfm {
 
 /// What the processors know of each row (hypothesis) at one decoding step.
 struct RowFacts {
-  int64_t step = 0;                                  // tokens generated so far (the same for every row)
+  int64_t step = 0;                                  // tokens generated so far (the fewest of any row)
   std::vector<uint8_t> force_eos;                    // [N]: 1 where the hypothesis must end now (max length)
   std::vector<const std::vector<int64_t>*> history;  // [N]: its tokens so far (for n-gram blocking)
   const TokenColumns* columns = nullptr;             // the token of each column; null: column = token id
+  std::vector<int64_t> steps;  // [N]: each row's tokens so far, where rows differ (joined a running batch); else empty
 };
 
 /// One rule over the next-token log-probabilities (CTranslate2's LogitsProcessor): a few batched

@@ -1,5 +1,6 @@
 #include "decode/scorer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -14,6 +15,7 @@ class TransformerState : public Scorer::State {
   explicit TransformerState(DecoderState state) : state(std::move(state)) {}
   void reorder(const torch::Tensor& rows, bool same_source) override { state.reorder(rows, same_source); }
   void repeat_rows(int64_t /*rows*/, int64_t times) override { state.repeat_rows(times); }
+  void append(Scorer::State& other) override { state.append(std::move(static_cast<TransformerState&>(other).state)); }
   DecoderState state;
 };
 
@@ -25,10 +27,16 @@ class EnsembleState : public Scorer::State {
   void repeat_rows(int64_t rows, int64_t times) override {
     for (auto& member : members) member->repeat_rows(rows, times);
   }
+  void append(Scorer::State& other) override {
+    auto& joining = static_cast<EnsembleState&>(other);
+    for (size_t i = 0; i < members.size(); ++i) members[i]->append(*joining.members.at(i));
+  }
   std::vector<std::unique_ptr<Scorer::State>> members;
 };
 
 }  // namespace
+
+void Scorer::State::append(State& /*other*/) { throw std::logic_error("this scorer's states cannot join others"); }
 
 TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortlist)
     : model_(std::move(model)), shortlist_(shortlist) {
@@ -89,5 +97,9 @@ torch::Tensor EnsembleScorer::step(const torch::Tensor& last_tokens, State& stat
 }
 
 int64_t EnsembleScorer::vocab_size() const { return members_.front()->vocab_size(); }
+
+bool EnsembleScorer::joins() const {
+  return std::all_of(members_.begin(), members_.end(), [](const auto& member) { return member->joins(); });
+}
 
 }  // namespace tfm

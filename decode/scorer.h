@@ -38,6 +38,10 @@ class Scorer {
     virtual void repeat_rows(int64_t rows, int64_t times) {
       reorder(torch::arange(rows, torch::kLong).repeat_interleave(times));
     }
+    /// Continuous batching: the rows of `other` (a state the same scorer started, repeated
+    /// alike, not stepped yet) join after this state's rows, each scored as if decoded alone.
+    /// Only where Scorer::joins(); std::logic_error elsewhere.
+    virtual void append(State& other);
     /// The token of each column of step()'s result (a shortlist's, or the whole vocabulary).
     TokenColumns columns;
   };
@@ -55,6 +59,8 @@ class Scorer {
     return {step(last_tokens, state), {}};
   }
   virtual int64_t vocab_size() const = 0;
+  /// Whether its states can append() others (not with a shortlist: each batch has its columns).
+  virtual bool joins() const { return false; }
 };
 
 /// One Transformer, decoded incrementally with its key/value cache; with a shortlist, each batch
@@ -69,6 +75,7 @@ class TransformerScorer : public Scorer {
   /// at every step. Elsewhere step()'s log-probabilities.
   StepScores step_scores(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
+  bool joins() const override { return shortlist_ == nullptr; }
 
  private:
   Transformer model_;
@@ -84,6 +91,7 @@ class EnsembleScorer : public Scorer {
   std::unique_ptr<State> start(const torch::Tensor& source) override;
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
+  bool joins() const override;
 
  private:
   std::vector<std::unique_ptr<Scorer>> members_;
