@@ -48,6 +48,24 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
   return batches;
 }
 
+/// sources[rows[b]] as one eos-terminated, pad-filled batch [B, S] on the CPU; `lengths` gets
+/// their subword counts.
+torch::Tensor padded_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
+                           std::vector<int64_t>& lengths) {
+  const auto batch = static_cast<int64_t>(rows.size());
+  int64_t longest = 0;
+  for (const size_t row : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(sources[row].size()) + 1);
+  auto source = torch::full({batch, longest}, kPadId, torch::kLong);  // [B, S]
+  auto* data = source.data_ptr<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto& ids = sources[rows[b]];
+    std::copy(ids.begin(), ids.end(), data + b * longest);
+    data[b * longest + static_cast<int64_t>(ids.size())] = kEosId;
+    lengths.push_back(static_cast<int64_t>(ids.size()));
+  }
+  return source;
+}
+
 /// Whether the weights get oneDNN's layout for decoding on the CPU (model/packed_weight.h): not
 /// with --plain-kernels (LibTorch's own ops, one by one). With int8, FBGEMM's int8 weights
 /// replace them (TransformerImpl::quantize_int8).
@@ -176,10 +194,7 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
   std::vector<IdTranslation> out(sources.size());
   std::vector<size_t> order;
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (static_cast<int64_t>(sources[i].size()) > source_limit_) {
-      sources[i].resize(static_cast<size_t>(source_limit_));
-      out[i].truncated = true;
-    }
+    out[i].truncated = prepared(sources[i]).truncated;
     if (!sources[i].empty()) order.push_back(i);  // empty inputs translate to empty outputs
   }
   // Longest first: similar lengths share a batch, and the largest batch shows memory trouble early.
@@ -187,6 +202,89 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, search, beam, out);
   for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
+  return out;
+}
+
+IdTranslation IdTranslator::prepared(std::vector<int64_t>& source) const {
+  IdTranslation translation;
+  if (static_cast<int64_t>(source.size()) > source_limit_) {
+    source.resize(static_cast<size_t>(source_limit_));
+    translation.truncated = true;
+  }
+  return translation;
+}
+
+std::unique_ptr<IdTranslationStream> IdTranslator::stream(const SearchOptions& search) {
+  const SearchOptions limited = within_position_limit(search);
+  validate(limited);
+  if (limited.sampling.enabled || (limited.beam == 1 && limited.nbest == 1) || !shortlist_.empty()) return nullptr;
+  for (const auto& model : models_) {
+    // A stream is read by one thread while others may translate: the models must already be in
+    // evaluation mode (the translator's own copies and a server's models are).
+    if (model->is_training()) return nullptr;
+  }
+  return std::unique_ptr<IdTranslationStream>(new IdTranslationStream(*this, limited));
+}
+
+IdTranslationStream::IdTranslationStream(IdTranslator& translator, const SearchOptions& search)
+    : translator_(translator), scorer_(make_scorer(translator.models_, translator.shortlist_)) {
+  search_ = std::make_unique<BeamSearchStream>(*scorer_, search);
+}
+
+IdTranslationStream::~IdTranslationStream() = default;
+
+size_t IdTranslationStream::sentences() const { return in_flight_; }
+
+void IdTranslationStream::add(std::vector<std::vector<int64_t>> sources, const std::vector<int64_t>& tags) {
+  if (tags.size() != sources.size()) throw std::invalid_argument("IdTranslationStream::add: one tag a source");
+  torch::InferenceMode inference;
+  std::vector<size_t> rows;
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    Pending pending{tags[i], translator_.prepared(sources[i])};
+    const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
+    pending.translation.source_ids = sources[i];
+    int64_t id = static_cast<int64_t>(pending_.size());
+    if (free_ids_.empty()) {
+      pending_.push_back(std::move(pending));
+    } else {
+      id = free_ids_.back();
+      free_ids_.pop_back();
+      pending_[id] = std::move(pending);
+    }
+    ++in_flight_;
+    source_tokens_ += tokens;
+    if (sources[i].empty()) {
+      empty_.push_back(id);  // an empty input translates to an empty output
+    } else {
+      rows.push_back(i);
+      ids.push_back(id);
+    }
+  }
+  if (rows.empty()) return;
+  std::vector<int64_t> lengths;
+  const auto source = padded_batch(sources, rows, lengths);
+  search_->add(source.to(translator_.device_), lengths, ids);
+}
+
+std::vector<IdTranslationStream::Finished> IdTranslationStream::step() {
+  torch::InferenceMode inference;
+  std::vector<FinishedSentence> done;
+  if (!search_->empty()) done = search_->step();
+  for (const int64_t id : empty_) done.push_back({id, {}});
+  empty_.clear();
+  std::vector<Finished> out;
+  for (auto& sentence : done) {
+    Pending& pending = pending_[sentence.tag];
+    if (!sentence.nbest.empty()) {
+      translator_.target_tokens_.value += static_cast<int64_t>(sentence.nbest.front().tokens.size());
+    }
+    pending.translation.nbest = std::move(sentence.nbest);
+    source_tokens_ -= static_cast<int64_t>(pending.translation.source_ids.size()) + 1;
+    --in_flight_;
+    out.push_back({pending.tag, std::move(pending.translation)});
+    free_ids_.push_back(sentence.tag);
+  }
   return out;
 }
 
@@ -199,17 +297,9 @@ AttentionMaps IdTranslator::attention(const std::vector<int64_t>& source_ids,
 void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
                                    SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out) {
   const auto batch = static_cast<int64_t>(rows.size());
-  int64_t longest = 0;
-  for (const size_t row : rows) longest = std::max<int64_t>(longest, static_cast<int64_t>(sources[row].size()) + 1);
-  auto source = torch::full({batch, longest}, kPadId, torch::kLong);  // [B, S]
-  auto* data = source.data_ptr<int64_t>();
   std::vector<int64_t> lengths;
-  for (int64_t b = 0; b < batch; ++b) {
-    const auto& ids = sources[rows[b]];
-    std::copy(ids.begin(), ids.end(), data + b * longest);
-    data[b * longest + static_cast<int64_t>(ids.size())] = kEosId;
-    lengths.push_back(static_cast<int64_t>(ids.size()));
-  }
+  const auto source = padded_batch(sources, rows, lengths);  // [B, S]
+  const int64_t longest = source.size(1);
   auto scorer = make_scorer(models_, shortlist_);
   const auto describe_batch = [&] {
     return "a batch of " + std::to_string(batch) + " sentences of up to " + std::to_string(longest) +

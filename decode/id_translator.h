@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "decode/attention_probe.h"
+#include "decode/beam_search.h"
 #include "decode/hypothesis.h"
 #include "decode/search_strategy.h"
 #include "model/shortlist.h"
@@ -33,6 +34,49 @@ struct IdTranslation {
   std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
 };
 
+class IdTranslator;
+
+/// Continuous batching over an IdTranslator (a server's decoding loop): add() sentences at any
+/// time, step() advances every sentence in flight by one token and returns those that finished,
+/// each translated as IdTranslator::translate() translates it. Beam search only, without a
+/// shortlist (IdTranslator::stream()). Not thread-safe; the translator must outlive it.
+class IdTranslationStream {
+ public:
+  struct Finished {
+    int64_t tag = 0;
+    IdTranslation translation;
+  };
+  ~IdTranslationStream();
+  IdTranslationStream(const IdTranslationStream&) = delete;
+  IdTranslationStream& operator=(const IdTranslationStream&) = delete;
+
+  /// Starts `sources` (subword ids without </s>) as one batch; tags[i] names sources[i] in step()'s results.
+  void add(std::vector<std::vector<int64_t>> sources, const std::vector<int64_t>& tags);
+  /// One decoding step for every sentence in flight; returns those that finished (empty sources
+  /// finish at the first step after their add()).
+  std::vector<Finished> step();
+  /// Sentences added and not yet returned by step().
+  size_t sentences() const;
+  /// Their source subwords (with </s>): what a batch's max_tokens bounds.
+  int64_t source_tokens() const { return source_tokens_; }
+
+ private:
+  friend class IdTranslator;
+  struct Pending {
+    int64_t tag;
+    IdTranslation translation;  // truncated and source_ids filled in at add()
+  };
+  IdTranslationStream(IdTranslator& translator, const SearchOptions& search);
+  IdTranslator& translator_;
+  std::unique_ptr<Scorer> scorer_;
+  std::unique_ptr<BeamSearchStream> search_;
+  std::vector<Pending> pending_;   // by the id given to the search
+  std::vector<int64_t> empty_;     // ids of empty sources, finished at the next step
+  std::vector<int64_t> free_ids_;  // ids of finished sentences, for reuse
+  size_t in_flight_ = 0;
+  int64_t source_tokens_ = 0;
+};
+
 /// Ids in, ids and scores out (CTranslate2's Translator over tokens; text stays a layer up, in
 /// translation/): truncates each source to what the models can read, sorts by length, batches
 /// by padded source tokens, runs the search strategy on one model or an ensemble, and returns
@@ -55,6 +99,10 @@ class IdTranslator {
   /// may call this at once when the models are in evaluation mode (the translator's own copies
   /// are; a server's loaded models are put in it). std::invalid_argument for invalid settings.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources, const SearchOptions& search);
+  /// A stream of sentences decoded with `search` as one running batch that new sentences join
+  /// (continuous batching); nullptr where the search cannot stream (sampling, greedy decoding,
+  /// a shortlist: translate() batches those). std::invalid_argument for invalid settings.
+  std::unique_ptr<IdTranslationStream> stream(const SearchOptions& search);
   /// The search settings translate() uses (after the models' position limits).
   const SearchOptions& search_options() const { return options_.search; }
 
@@ -69,6 +117,9 @@ class IdTranslator {
   int64_t target_tokens() const { return target_tokens_.value; }  // subwords produced so far (best hypotheses)
 
  private:
+  friend class IdTranslationStream;
+  /// A sentence as the models read it: truncated to source_limit() (flagged), source_ids filled.
+  IdTranslation prepared(std::vector<int64_t>& source) const;
   std::vector<IdTranslation> translate_with(std::vector<std::vector<int64_t>> sources, SearchStrategy& search,
                                             int64_t beam);
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
