@@ -1,6 +1,7 @@
 #include "serve/batching_queue.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -21,6 +22,10 @@ size_t count_requests(const Items& items, Keep keep) {
   return count;
 }
 
+/// Sentences join a running batch once at least 1/kJoinFraction as many are queued as run in it
+/// (BENCHMARKS.md: joining at every step, or at 1/2 or 1/8, decoded fewer sentences a second).
+constexpr size_t kJoinFraction = 4;
+
 }  // namespace
 
 bool PendingJob::wait_until(std::chrono::steady_clock::time_point deadline) {
@@ -35,8 +40,11 @@ std::exception_ptr PendingJob::error() const {
   return error_;
 }
 
-BatchingQueue::BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer)
-    : decode_(std::move(decode)), options_(options), observer_(std::move(observer)) {}
+BatchingQueue::BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer, OpenStream open_stream)
+    : decode_(std::move(decode)),
+      options_(options),
+      observer_(std::move(observer)),
+      open_stream_(std::move(open_stream)) {}
 
 BatchingQueue::Arrival::Arrival(BatchingQueue& queue) : queue_(queue) {
   std::lock_guard<std::mutex> lock(queue_.mutex_);
@@ -113,7 +121,18 @@ void BatchingQueue::run() {
     auto batch = take_batch(lock);
     if (batch.empty()) continue;
     lock.unlock();
-    decode(std::move(batch));
+    std::unique_ptr<DecodeStream> stream;
+    if (open_stream_) {
+      try {
+        stream = open_stream_(batch.front().lane);
+      } catch (...) {  // decode() then reports the lane's error to its requests
+      }
+    }
+    if (stream) {
+      decode_running(*stream, std::move(batch));
+    } else {
+      decode(std::move(batch));
+    }
     lock.lock();
   }
 }
@@ -148,6 +167,108 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std:
   }
   last_batch_requests_ = count_requests(batch, [](const Item&) { return true; });
   return batch;
+}
+
+std::vector<BatchingQueue::Item> BatchingQueue::take_joining(size_t lane, int64_t tokens) {
+  std::vector<Item> joining;
+  if (!queue_.empty() && queue_.front().lane != lane) return joining;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->lane != lane) {
+      ++it;
+      continue;
+    }
+    if (it->tokens > tokens) break;
+    tokens -= it->tokens;
+    joining.push_back(std::move(*it));
+    it = queue_.erase(it);
+  }
+  return joining;
+}
+
+void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch) {
+  const size_t lane = batch.front().lane;
+  std::vector<std::optional<Item>> in_flight;  // by tag
+  std::vector<int64_t> free_tags;
+  // Hands one sentence its result, or the error that ended the batch, and frees its tag.
+  auto complete = [&](int64_t tag, const std::function<void(PendingJob&, size_t index)>& fill) {
+    Item& item = *in_flight[tag];
+    PendingJob& job = *item.job;
+    {
+      std::lock_guard<std::mutex> lock(job.mutex_);
+      fill(job, item.index);
+      if (--job.missing_ == 0) job.done_.notify_all();
+    }
+    in_flight[tag].reset();
+    free_tags.push_back(tag);
+  };
+  auto fail_all = [&](const std::exception_ptr& error) {
+    for (size_t tag = 0; tag < in_flight.size(); ++tag) {
+      if (!in_flight[tag]) continue;
+      complete(static_cast<int64_t>(tag), [&](PendingJob& job, size_t /*index*/) {
+        if (!job.error_) job.error_ = error;
+      });
+    }
+  };
+  // Starts `items` in the running batch; false when the stream failed (everything delivered).
+  auto start = [&](std::vector<Item> items) {
+    std::vector<std::vector<int64_t>> sources;
+    std::vector<bool> alignment;
+    std::vector<int64_t> tags;
+    for (auto& item : items) {
+      sources.push_back(std::move(item.source));
+      alignment.push_back(item.alignment);
+      int64_t tag = static_cast<int64_t>(in_flight.size());
+      if (free_tags.empty()) {
+        in_flight.emplace_back(std::move(item));
+      } else {
+        tag = free_tags.back();
+        free_tags.pop_back();
+        in_flight[tag] = std::move(item);
+      }
+      tags.push_back(tag);
+    }
+    try {
+      stream.add(std::move(sources), alignment, tags);
+      return true;
+    } catch (...) {
+      fail_all(std::current_exception());
+      return false;
+    }
+  };
+  size_t joined = batch.size();
+  auto begin = std::chrono::steady_clock::now();  // the report's time includes starting the joiners
+  if (!start(std::move(batch))) return;
+  while (stream.sentences() > 0) {
+    const size_t running = stream.sentences();
+    std::vector<DecodeStream::Finished> finished;
+    try {
+      finished = stream.step();
+    } catch (...) {
+      fail_all(std::current_exception());
+      return;
+    }
+    if (observer_) {
+      observer_({joined, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(), running});
+    }
+    for (auto& sentence : finished) {
+      complete(sentence.tag, [&](PendingJob& job, size_t index) { job.results_[index] = std::move(sentence.result); });
+    }
+    std::vector<Item> joining;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      drop_cancelled();
+      // Starting sentences costs an encoder pass and a copy of the batch's caches whatever their
+      // number, so they join in groups: once a quarter as many are queued as are running.
+      const auto waiting = static_cast<size_t>(
+          std::count_if(queue_.begin(), queue_.end(), [lane](const Item& item) { return item.lane == lane; }));
+      if (waiting * kJoinFraction >= stream.sentences()) {
+        joining = take_joining(lane, options_.max_tokens - stream.source_tokens());
+      }
+    }
+    joined = joining.size();
+    begin = std::chrono::steady_clock::now();
+    if (!joining.empty() && !start(std::move(joining))) return;
+  }
 }
 
 void BatchingQueue::decode(std::vector<Item> batch) {

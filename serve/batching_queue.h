@@ -62,16 +62,39 @@ struct BatchingOptions {
   int64_t max_queue_sentences = 10000;         // sentences waiting at most; more is QueueFull
 };
 
-/// What the decoding thread reports of each batch (for /metrics).
+/// What the decoding thread reports (for /metrics): a whole batch, or one step of a running one.
 struct BatchReport {
-  size_t sentences = 0;
-  double seconds = 0.0;
+  size_t sentences = 0;  // sentences started together (a batch, or those that joined before this step)
+  double seconds = 0.0;  // decoding time
+  size_t running = 0;    // a running batch's step: the sentences it decoded; 0 for a whole batch
+};
+
+/// A running batch of one lane that sentences join between decoding steps (continuous
+/// batching): a request that arrives while others decode starts at the next step instead of
+/// waiting for the whole batch to end.
+class DecodeStream {
+ public:
+  struct Finished {
+    int64_t tag = 0;
+    SentenceResult result;
+  };
+  virtual ~DecodeStream() = default;
+  /// Starts `sources` (ids); `alignment[i]` whether sentence i wants its hard alignment; tags[i]
+  /// names it in step()'s results.
+  virtual void add(std::vector<std::vector<int64_t>> sources, const std::vector<bool>& alignment,
+                   const std::vector<int64_t>& tags) = 0;
+  /// One step for every sentence in flight; those that finished.
+  virtual std::vector<Finished> step() = 0;
+  virtual size_t sentences() const = 0;
+  /// Source subwords (with </s>) in flight, bounded by BatchingOptions::max_tokens.
+  virtual int64_t source_tokens() const = 0;
 };
 
 /// Batching across requests: requests queue their sentences; the decoding thread (the one in run())
-/// takes the oldest
-/// sentence's lane and as many queued sentences of that lane as fit in max_tokens, decodes them
-/// together, and hands each request its results as soon as its last sentence is done. A batch
+/// takes the oldest sentence's lane and as many queued sentences of that lane as fit in
+/// max_tokens, decodes them together, and hands each request its results as soon as its last
+/// sentence is done. Where the lane can (OpenStream), the batch keeps running: sentences of the
+/// lane queued meanwhile join it at the next step, within max_tokens, and each leaves when done. A batch
 /// waits (up to batch_wait after its oldest sentence arrived) only while other requests are
 /// arriving (announced with Arrival) or fewer requests are queued than the last batch held (under
 /// concurrent load, its clients are about to send again), so a lone client never pays for it.
@@ -82,8 +105,10 @@ class BatchingQueue {
   using Decode = std::function<std::vector<SentenceResult>(size_t lane, std::vector<std::vector<int64_t>> sources,
                                                            const std::vector<bool>& alignment)>;
   using Observer = std::function<void(const BatchReport&)>;
+  /// A running batch for `lane`, or nullptr where the lane decodes whole batches (Decode).
+  using OpenStream = std::function<std::unique_ptr<DecodeStream>(size_t lane)>;
 
-  BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer = {});
+  BatchingQueue(Decode decode, const BatchingOptions& options, Observer observer = {}, OpenStream open_stream = {});
   BatchingQueue(const BatchingQueue&) = delete;
   BatchingQueue& operator=(const BatchingQueue&) = delete;
 
@@ -123,7 +148,13 @@ class BatchingQueue {
   };
 
   std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock);
+  /// Queued sentences of `lane` that fit in `tokens`, oldest first; none once another lane's
+  /// sentence is the oldest queued (the running batch then ends, and that lane gets its turn).
+  std::vector<Item> take_joining(size_t lane, int64_t tokens);
   void decode(std::vector<Item> batch);
+  /// Decodes `batch` and every sentence of its lane that joins it, until none is left. Called
+  /// and returns with the lock released.
+  void decode_running(DecodeStream& stream, std::vector<Item> batch);
   int64_t lane_tokens(size_t lane) const;
   size_t lane_requests(size_t lane) const;  // distinct requests with sentences queued in `lane`
   void drop_cancelled();
@@ -131,6 +162,7 @@ class BatchingQueue {
   Decode decode_;
   BatchingOptions options_;
   Observer observer_;
+  OpenStream open_stream_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Item> queue_;

@@ -74,8 +74,10 @@ TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& o
           [&models](size_t lane, std::vector<std::vector<int64_t>> sources, const std::vector<bool>& alignment) {
             return models.decode(lane, std::move(sources), alignment);
           },
-          options.batching,
-          [this](const BatchReport& report) { metrics_.batch_decoded(report.sentences, report.seconds); }),
+          options.batching, [this](const BatchReport& report) { metrics_.batch_decoded(report); },
+          options.continuous_batching
+              ? BatchingQueue::OpenStream([&models](size_t lane) { return models.open_stream(lane); })
+              : BatchingQueue::OpenStream()),
       api_(models, queue_, metrics_, options.limits),
       http_(std::make_unique<httplib::Server>()) {
   const int threads = options_.http_threads;

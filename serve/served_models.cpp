@@ -1,6 +1,7 @@
 #include "serve/served_models.h"
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -89,6 +90,52 @@ std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::v
     results[i].translation = std::move(translated[i]);
   }
   return results;
+}
+
+namespace {
+
+/// A lane's IdTranslationStream with the server's hard alignments, computed as a sentence ends.
+class LaneStream : public DecodeStream {
+ public:
+  LaneStream(IdTranslator& translator, std::unique_ptr<IdTranslationStream> stream)
+      : translator_(translator), stream_(std::move(stream)) {}
+  void add(std::vector<std::vector<int64_t>> sources, const std::vector<bool>& alignment,
+           const std::vector<int64_t>& tags) override {
+    for (size_t i = 0; i < tags.size(); ++i) {
+      if (alignment[i]) aligned_.insert(tags[i]);
+    }
+    stream_->add(std::move(sources), tags);
+  }
+  std::vector<Finished> step() override {
+    std::vector<Finished> out;
+    for (auto& finished : stream_->step()) {
+      Finished sentence{finished.tag, {std::move(finished.translation), {}}};
+      if (aligned_.erase(finished.tag) > 0 && !sentence.result.translation.nbest.empty()) {
+        const auto& translation = sentence.result.translation;
+        sentence.result.alignment = hard_alignment(
+            translator_.attention(translation.source_ids, translation.nbest.front().tokens), kAlignmentLayer);
+      }
+      out.push_back(std::move(sentence));
+    }
+    return out;
+  }
+  size_t sentences() const override { return stream_->sentences(); }
+  int64_t source_tokens() const override { return stream_->source_tokens(); }
+
+ private:
+  IdTranslator& translator_;
+  std::unique_ptr<IdTranslationStream> stream_;
+  std::set<int64_t> aligned_;  // tags of the sentences that want their alignment
+};
+
+}  // namespace
+
+std::unique_ptr<DecodeStream> ServedModels::open_stream(size_t lane) {
+  const Lane chosen = lane_at(lane);
+  IdTranslator& ids = models_[chosen.model].translator->ids();
+  auto stream = ids.stream(chosen.search);
+  if (!stream) return nullptr;
+  return std::make_unique<LaneStream>(ids, std::move(stream));
 }
 
 std::string ServedModels::languages_json() const {

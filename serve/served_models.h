@@ -43,6 +43,10 @@ class ServedModels {
   std::vector<SentenceResult> decode(size_t lane, std::vector<std::vector<int64_t>> sources,
                                      const std::vector<bool>& alignment);
 
+  /// A running batch of `lane` that new sentences join between steps (BatchingQueue::OpenStream),
+  /// or nullptr where the lane's search cannot run that way (IdTranslator::stream()).
+  std::unique_ptr<DecodeStream> open_stream(size_t lane);
+
   /// GET /languages in LibreTranslate's shape: [{"code", "name", "targets"}].
   std::string languages_json() const;
 

@@ -42,6 +42,7 @@ std::string Histogram::render(const std::string& name) const {
 
 ServerMetrics::ServerMetrics()
     : batch_sentences_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
+      step_sentences_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
       request_seconds_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}) {}
 
 void ServerMetrics::request_done(const std::string& path, int status, double seconds) {
@@ -55,11 +56,18 @@ void ServerMetrics::sentences_translated(int64_t sentences) {
   sentences_ += static_cast<uint64_t>(sentences);
 }
 
-void ServerMetrics::batch_decoded(size_t sentences, double seconds) {
+void ServerMetrics::batch_decoded(const BatchReport& report) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++batches_;
-  decode_seconds_ += seconds;
-  batch_sentences_.observe(static_cast<double>(sentences));
+  decode_seconds_ += report.seconds;
+  if (report.sentences > 0) {
+    ++batches_;
+    batch_sentences_.observe(static_cast<double>(report.sentences));
+  }
+  if (report.running > 0) {
+    if (report.running > report.sentences) joined_ += report.sentences;  // others were in flight
+    ++steps_;
+    step_sentences_.observe(static_cast<double>(report.running));
+  }
 }
 
 std::string ServerMetrics::render(size_t queued_sentences) const {
@@ -73,12 +81,19 @@ std::string ServerMetrics::render(size_t queued_sentences) const {
   out << "tfm_sentences_total " << sentences_ << '\n';
   header(out, "tfm_queue_sentences", "gauge", "Sentences waiting for a batch.");
   out << "tfm_queue_sentences " << queued_sentences << '\n';
-  header(out, "tfm_batches_total", "counter", "Batches decoded.");
+  header(out, "tfm_batches_total", "counter",
+         "Batches started: whole batches, and groups of sentences that joined a running batch.");
   out << "tfm_batches_total " << batches_ << '\n';
-  header(out, "tfm_decode_seconds_total", "counter", "Time spent decoding batches.");
+  header(out, "tfm_decode_seconds_total", "counter", "Time spent decoding.");
   out << "tfm_decode_seconds_total " << number(decode_seconds_) << '\n';
-  header(out, "tfm_batch_sentences", "histogram", "Sentences per decoded batch.");
+  header(out, "tfm_batch_sentences", "histogram", "Sentences per batch started.");
   out << batch_sentences_.render("tfm_batch_sentences");
+  header(out, "tfm_running_batch_steps_total", "counter", "Decoding steps of running batches.");
+  out << "tfm_running_batch_steps_total " << steps_ << '\n';
+  header(out, "tfm_joined_sentences_total", "counter", "Sentences that joined a batch already running.");
+  out << "tfm_joined_sentences_total " << joined_ << '\n';
+  header(out, "tfm_running_batch_sentences", "histogram", "Sentences a running batch decoded per step.");
+  out << step_sentences_.render("tfm_running_batch_sentences");
   header(out, "tfm_request_duration_seconds", "histogram", "Time from a request's arrival to its answer.");
   out << request_seconds_.render("tfm_request_duration_seconds");
   return out.str();

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "serve/batching_queue.h"
+
 namespace tfm {
 
 /// A Prometheus histogram: cumulative bucket counts, their sum and count.
@@ -30,7 +32,7 @@ class ServerMetrics {
   ServerMetrics();
   void request_done(const std::string& path, int status, double seconds);
   void sentences_translated(int64_t sentences);
-  void batch_decoded(size_t sentences, double seconds);
+  void batch_decoded(const BatchReport& report);
   std::string render(size_t queued_sentences) const;
 
  private:
@@ -38,8 +40,11 @@ class ServerMetrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t sentences_ = 0;
   uint64_t batches_ = 0;
+  uint64_t steps_ = 0;
+  uint64_t joined_ = 0;
   double decode_seconds_ = 0.0;
   Histogram batch_sentences_;
+  Histogram step_sentences_;
   Histogram request_seconds_;
 };
 

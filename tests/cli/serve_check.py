@@ -131,7 +131,8 @@ def api(port, inputs, expected):
     metrics = get(port, "/metrics")[1].decode()
     for name in ["tfm_requests_total{path=\"/translate\",status=\"200\"}", "tfm_sentences_total",
                  "tfm_queue_sentences", "tfm_batch_sentences_bucket", "tfm_request_duration_seconds_bucket",
-                 "tfm_decode_seconds_total"]:
+                 "tfm_decode_seconds_total", "tfm_running_batch_steps_total", "tfm_joined_sentences_total",
+                 "tfm_running_batch_sentences_bucket"]:
         check(name in metrics, f"/metrics lacks {name}")
     response, data = get(port, "/")
     page = data.decode()

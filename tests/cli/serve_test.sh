@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `tfm serve` on loopback with a tiny model: 16 concurrent clients get exactly `tfm translate`'s
-# lines (float32; also with two decoding workers), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
+# lines (float32; also with two decoding workers and with continuous batching), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
 # a JSON error with its status, stalled clients cost only their connection, a full queue answers
 # 503 with Retry-After, and SIGTERM under load answers every request already sent, then exits 0.
 # Every wait is for a log line, a file or an exit; requests go to 127.0.0.1 on a port the server chose.
@@ -63,6 +63,11 @@ start_server workers --workers 2 --threads 2
 grep -q "decoding: 2 workers x 1 thread" "$WORK/workers.log" || fail "--workers 2: no 'decoding: 2 workers x 1 thread' line"
 python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected1.de" 16 || fail "parity with --workers 2"
 stop_server workers
+
+# Continuous batching: sentences joining running batches still get exactly `tfm translate`'s lines.
+start_server continuous --continuous-batching
+python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected.de" 16 || fail "parity with --continuous-batching"
+stop_server continuous
 
 start_server queue --max-queue-sentences 1 --max-sentences-per-request 1
 python3 "$check" queue "$port" 32 20000 || fail "queue limit"
