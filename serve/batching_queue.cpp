@@ -185,89 +185,104 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_joining(size_t lane, int64_
   return joining;
 }
 
+class BatchingQueue::InFlight {
+ public:
+  int64_t put(Item item) {
+    if (free_.empty()) {
+      items_.emplace_back(std::move(item));
+      return static_cast<int64_t>(items_.size()) - 1;
+    }
+    const int64_t tag = free_.back();
+    free_.pop_back();
+    items_[tag] = std::move(item);
+    return tag;
+  }
+  Item take(int64_t tag) {
+    Item item = std::move(*items_.at(tag));
+    items_[tag].reset();
+    free_.push_back(tag);
+    return item;
+  }
+  /// Ends every sentence still in flight with `error`.
+  void fail_all(const std::exception_ptr& error) {
+    for (size_t tag = 0; tag < items_.size(); ++tag) {
+      if (!items_[tag]) continue;
+      Item item = take(static_cast<int64_t>(tag));
+      deliver(item, nullptr, error);
+    }
+  }
+
+ private:
+  std::vector<std::optional<Item>> items_;  // by tag
+  std::vector<int64_t> free_;               // tags of finished sentences, for reuse
+};
+
+void BatchingQueue::deliver(Item& item, SentenceResult* result, const std::exception_ptr& error) {
+  PendingJob& job = *item.job;
+  std::lock_guard<std::mutex> lock(job.mutex_);
+  if (result != nullptr) {
+    job.results_[item.index] = std::move(*result);
+  } else if (!job.error_) {
+    job.error_ = error;
+  }
+  if (--job.missing_ == 0) job.done_.notify_all();
+}
+
+bool BatchingQueue::start_in(DecodeStream& stream, std::vector<Item> items, InFlight& in_flight) {
+  std::vector<std::vector<int64_t>> sources;
+  std::vector<bool> alignment;
+  std::vector<int64_t> tags;
+  for (auto& item : items) {
+    sources.push_back(std::move(item.source));
+    alignment.push_back(item.alignment);
+    tags.push_back(in_flight.put(std::move(item)));
+  }
+  try {
+    stream.add(std::move(sources), alignment, tags);
+    return true;
+  } catch (...) {
+    in_flight.fail_all(std::current_exception());
+    return false;
+  }
+}
+
+std::vector<BatchingQueue::Item> BatchingQueue::take_joiners(size_t lane, const DecodeStream& stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  drop_cancelled();
+  // Starting sentences costs an encoder pass and a copy of the batch's caches whatever their
+  // number, so they join in groups: once a quarter as many are queued as are running.
+  const auto waiting = static_cast<size_t>(
+      std::count_if(queue_.begin(), queue_.end(), [lane](const Item& item) { return item.lane == lane; }));
+  if (waiting * kJoinFraction < stream.sentences()) return {};
+  return take_joining(lane, options_.max_tokens - stream.source_tokens());
+}
+
 void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch) {
   const size_t lane = batch.front().lane;
-  std::vector<std::optional<Item>> in_flight;  // by tag
-  std::vector<int64_t> free_tags;
-  // Hands one sentence its result, or the error that ended the batch, and frees its tag.
-  auto complete = [&](int64_t tag, const std::function<void(PendingJob&, size_t index)>& fill) {
-    Item& item = *in_flight[tag];
-    PendingJob& job = *item.job;
-    {
-      std::lock_guard<std::mutex> lock(job.mutex_);
-      fill(job, item.index);
-      if (--job.missing_ == 0) job.done_.notify_all();
-    }
-    in_flight[tag].reset();
-    free_tags.push_back(tag);
-  };
-  auto fail_all = [&](const std::exception_ptr& error) {
-    for (size_t tag = 0; tag < in_flight.size(); ++tag) {
-      if (!in_flight[tag]) continue;
-      complete(static_cast<int64_t>(tag), [&](PendingJob& job, size_t /*index*/) {
-        if (!job.error_) job.error_ = error;
-      });
-    }
-  };
-  // Starts `items` in the running batch; false when the stream failed (everything delivered).
-  auto start = [&](std::vector<Item> items) {
-    std::vector<std::vector<int64_t>> sources;
-    std::vector<bool> alignment;
-    std::vector<int64_t> tags;
-    for (auto& item : items) {
-      sources.push_back(std::move(item.source));
-      alignment.push_back(item.alignment);
-      int64_t tag = static_cast<int64_t>(in_flight.size());
-      if (free_tags.empty()) {
-        in_flight.emplace_back(std::move(item));
-      } else {
-        tag = free_tags.back();
-        free_tags.pop_back();
-        in_flight[tag] = std::move(item);
-      }
-      tags.push_back(tag);
-    }
-    try {
-      stream.add(std::move(sources), alignment, tags);
-      return true;
-    } catch (...) {
-      fail_all(std::current_exception());
-      return false;
-    }
-  };
+  InFlight in_flight;
   size_t joined = batch.size();
-  auto begin = std::chrono::steady_clock::now();  // the report's time includes starting the joiners
-  if (!start(std::move(batch))) return;
+  auto begin = std::chrono::steady_clock::now();  // a step's report includes starting its joiners
+  if (!start_in(stream, std::move(batch), in_flight)) return;
   while (stream.sentences() > 0) {
     const size_t running = stream.sentences();
     std::vector<DecodeStream::Finished> finished;
     try {
       finished = stream.step();
     } catch (...) {
-      fail_all(std::current_exception());
+      in_flight.fail_all(std::current_exception());
       return;
     }
     if (observer_) {
       observer_({joined, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(), running});
     }
     for (auto& sentence : finished) {
-      complete(sentence.tag, [&](PendingJob& job, size_t index) { job.results_[index] = std::move(sentence.result); });
+      Item item = in_flight.take(sentence.tag);
+      deliver(item, &sentence.result, nullptr);
     }
-    std::vector<Item> joining;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      drop_cancelled();
-      // Starting sentences costs an encoder pass and a copy of the batch's caches whatever their
-      // number, so they join in groups: once a quarter as many are queued as are running.
-      const auto waiting = static_cast<size_t>(
-          std::count_if(queue_.begin(), queue_.end(), [lane](const Item& item) { return item.lane == lane; }));
-      if (waiting * kJoinFraction >= stream.sentences()) {
-        joining = take_joining(lane, options_.max_tokens - stream.source_tokens());
-      }
-    }
+    auto joining = take_joiners(lane, stream);
     joined = joining.size();
     begin = std::chrono::steady_clock::now();
-    if (!joining.empty() && !start(std::move(joining))) return;
+    if (!joining.empty() && !start_in(stream, std::move(joining), in_flight)) return;
   }
 }
 
@@ -290,16 +305,7 @@ void BatchingQueue::decode(std::vector<Item> batch) {
   if (observer_) {
     observer_({batch.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    PendingJob& job = *batch[i].job;
-    std::lock_guard<std::mutex> lock(job.mutex_);
-    if (error) {
-      if (!job.error_) job.error_ = error;
-    } else {
-      job.results_[batch[i].index] = std::move(results[i]);
-    }
-    if (--job.missing_ == 0) job.done_.notify_all();
-  }
+  for (size_t i = 0; i < batch.size(); ++i) deliver(batch[i], error ? nullptr : &results[i], error);
 }
 
 }  // namespace tfm

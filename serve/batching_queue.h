@@ -155,6 +155,13 @@ class BatchingQueue {
   /// Decodes `batch` and every sentence of its lane that joins it, until none is left. Called
   /// and returns with the lock released.
   void decode_running(DecodeStream& stream, std::vector<Item> batch);
+  class InFlight;  // a running batch's sentences by their tags (batching_queue.cpp)
+  /// Starts `items` in the running batch; false when that failed (their requests then have the error).
+  static bool start_in(DecodeStream& stream, std::vector<Item> items, InFlight& in_flight);
+  /// The queued sentences that join the running batch of `lane` now (none until enough wait).
+  std::vector<Item> take_joiners(size_t lane, const DecodeStream& stream);
+  /// Hands a sentence's result, or the error that ended its batch, to its request.
+  static void deliver(Item& item, SentenceResult* result, const std::exception_ptr& error);
   int64_t lane_tokens(size_t lane) const;
   size_t lane_requests(size_t lane) const;  // distinct requests with sentences queued in `lane`
   void drop_cancelled();

@@ -7,23 +7,14 @@
 
 #include "model/decoder_state.h"
 #include "model/transformer.h"
-#include "runtime/kernels.h"
+#include "tests/model/model_test_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
 
 namespace tfm {
 namespace {
 
-ModelConfig tiny_config() {
-  ModelConfig config;
-  config.vocab_size = 23;
-  config.d_model = 16;
-  config.d_ff = 32;
-  config.heads = 4;
-  config.encoder_layers = 2;
-  config.decoder_layers = 2;
-  return config;
-}
+using testing::tiny_model_config;
 
 /// Random real tokens (ids >= 4); the second sentence of a pair is padded by one.
 torch::Tensor random_source(int64_t batch, int64_t length, int64_t seed) {
@@ -93,43 +84,26 @@ void expect_joined_rows_decode_as_alone(const ModelConfig& config) {
 }
 
 /// Fused kernels on (the one-pass step attention, outside autograd) and off (LibTorch's matmuls).
-class JoinedRows : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override { set_fused_kernels(GetParam()); }
-  void TearDown() override { set_fused_kernels(true); }
-};
-INSTANTIATE_TEST_SUITE_P(Kernels, JoinedRows, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& kernels) {
-                           return kernels.param ? "fused" : "plain";
-                         });
+class JoinedRows : public testing::BothKernelsTest {};
+INSTANTIATE_BOTH_KERNELS(JoinedRows);
 
 TEST_P(JoinedRows, DecodeAsAlone) {
   for (const bool grad : {false, true}) {
     SCOPED_TRACE(grad ? "in autograd" : "outside autograd");
     torch::AutoGradMode mode(grad);
-    expect_joined_rows_decode_as_alone(tiny_config());
+    expect_joined_rows_decode_as_alone(tiny_model_config());
   }
 }
 
 TEST_P(JoinedRows, DecodeAsAloneWithVariants) {
   torch::NoGradGuard no_grad;
-  auto windowed = tiny_config();
-  windowed.attention_window = 2;
-  expect_joined_rows_decode_as_alone(windowed);
-  auto learned = tiny_config();
-  learned.positions = PositionEncoding::kLearned;
-  learned.max_positions = 16;
-  learned.tie_embeddings = false;
-  expect_joined_rows_decode_as_alone(learned);
-  auto pre_norm = tiny_config();
-  pre_norm.norm = NormPlacement::kPre;
-  expect_joined_rows_decode_as_alone(pre_norm);
+  for (const auto& config : testing::decoding_variants()) expect_joined_rows_decode_as_alone(config);
 }
 
 TEST(JoinedRows, RefusesAStateThatHasDecoded) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(7);
-  Transformer model(tiny_config());
+  Transformer model(tiny_model_config());
   model->eval();
   auto running = started(model, random_source(1, 5, 1), 1);
   auto stepped = started(model, random_source(1, 5, 2), 1);

@@ -8,22 +8,14 @@
 #include "model/embeddings.h"
 #include "model/loss.h"
 #include "runtime/kernels.h"
+#include "tests/model/model_test_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
 
 namespace tfm {
 namespace {
 
-ModelConfig tiny_config() {
-  ModelConfig config;
-  config.vocab_size = 23;
-  config.d_model = 16;
-  config.d_ff = 32;
-  config.heads = 4;
-  config.encoder_layers = 2;
-  config.decoder_layers = 2;
-  return config;
-}
+ModelConfig tiny_config() { return testing::tiny_model_config(); }
 
 /// Random real tokens (ids >= 4) with a few sentences padded at the end.
 torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, int64_t seed) {
@@ -102,17 +94,7 @@ void expect_incremental_equals_full(const ModelConfig& config) {
 TEST(Transformer, IncrementalDecodingEqualsFullForward) { expect_incremental_equals_full(tiny_config()); }
 
 TEST(Transformer, IncrementalDecodingEqualsFullForwardWithVariants) {
-  auto pre_norm = tiny_config();
-  pre_norm.norm = NormPlacement::kPre;
-  expect_incremental_equals_full(pre_norm);
-  auto windowed = tiny_config();
-  windowed.attention_window = 2;
-  expect_incremental_equals_full(windowed);
-  auto learned = tiny_config();
-  learned.positions = PositionEncoding::kLearned;
-  learned.max_positions = 16;
-  learned.tie_embeddings = false;
-  expect_incremental_equals_full(learned);
+  for (const auto& config : testing::decoding_variants()) expect_incremental_equals_full(config);
   for (const auto score : {AttentionScore::kGeneral, AttentionScore::kAdditive, AttentionScore::kCosine}) {
     auto scored = tiny_config();
     scored.score = score;
@@ -195,16 +177,8 @@ TEST(Transformer, BaseModelHasThePapersParameterCount) {
   EXPECT_EQ(count_parameters(untied), 63082496 + 2 * 18944000);
 }
 
-/// Runs the body with fused kernels on, then off (the plain reference path), restoring the default.
-class BothKernels : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override { set_fused_kernels(GetParam()); }
-  void TearDown() override { set_fused_kernels(true); }
-};
-INSTANTIATE_TEST_SUITE_P(Kernels, BothKernels, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& kernels) {
-                           return kernels.param ? "fused" : "plain";
-                         });
+class BothKernels : public testing::BothKernelsTest {};
+INSTANTIATE_BOTH_KERNELS(BothKernels);
 
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
   for (const double epsilon : {0.1, 0.0}) {

@@ -2,15 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include "tests/serve/queue_test_support.h"
+
 namespace tfm {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr auto kForever = std::chrono::hours(1);
+using testing::Clock;
+using testing::job;
+using testing::kForever;
 
 /// A decoder that echoes each source as its result's source_ids and records every batch; while
 /// closed, a batch that reaches it waits until open() (so a test can fill the queue meanwhile).
@@ -20,14 +24,15 @@ class ScriptedDecoder {
     std::unique_lock<std::mutex> lock(mutex_);
     batches_.push_back({lane, sources.size()});
     changed_.notify_all();
-    changed_.wait(lock, [&] { return open_; });
+    lock.unlock();
+    gate_.pass();
     if (fail_) throw std::runtime_error("decoding failed");
     std::vector<SentenceResult> results(sources.size());
     for (size_t i = 0; i < sources.size(); ++i) results[i].translation.source_ids = std::move(sources[i]);
     return results;
   }
-  void close() { set_open(false); }
-  void open() { set_open(true); }
+  void close() { gate_.close(); }
+  void open() { gate_.open(); }
   void fail() { fail_ = true; }
   /// Waits until `count` batches have reached the decoder.
   void wait_for_batches(size_t count) {
@@ -40,15 +45,10 @@ class ScriptedDecoder {
   }
 
  private:
-  void set_open(bool open) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_ = open;
-    changed_.notify_all();
-  }
+  testing::Gate gate_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool open_ = true;
-  bool fail_ = false;
+  std::atomic<bool> fail_{false};
   std::vector<std::pair<size_t, size_t>> batches_;
 };
 
@@ -68,8 +68,6 @@ class BatchingQueueTest : public ::testing::Test {
     if (queue_) queue_->finish();
     if (thread_.joinable()) thread_.join();
   }
-  static DecodeJob job(size_t lane, std::vector<std::vector<int64_t>> sources) { return {lane, std::move(sources)}; }
-
   ScriptedDecoder decoder_;
   std::unique_ptr<BatchingQueue> queue_;
   std::thread thread_;

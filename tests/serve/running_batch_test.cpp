@@ -2,6 +2,7 @@
 // decodes join it at its next step, within max_tokens and only from its lane.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -10,12 +11,14 @@
 #include <thread>
 
 #include "serve/batching_queue.h"
+#include "tests/serve/queue_test_support.h"
 
 namespace tfm {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr auto kForever = std::chrono::hours(1);
+using testing::Clock;
+using testing::job;
+using testing::kForever;
 
 /// Running batches whose sentences take as many steps as they have ids, and come back with
 /// their source as source_ids. Records each add (lane, sentences, steps taken before it); while
@@ -41,7 +44,7 @@ class ScriptedStreams {
       }
     }
     std::vector<Finished> step() override {
-      owner_.wait_open();
+      owner_.gate_.pass();
       ++steps_;
       std::vector<Finished> done;
       for (auto it = live_.begin(); it != live_.end();) {
@@ -71,8 +74,8 @@ class ScriptedStreams {
   };
 
   std::unique_ptr<DecodeStream> open_stream(size_t lane) { return std::make_unique<Stream>(*this, lane); }
-  void close() { set_open(false); }
-  void open() { set_open(true); }
+  void close() { gate_.close(); }
+  void open() { gate_.open(); }
   void fail() { fail_ = true; }
   /// Waits until `count` adds have reached a stream.
   void wait_for_adds(size_t count) {
@@ -90,19 +93,10 @@ class ScriptedStreams {
     adds_.push_back(add);
     changed_.notify_all();
   }
-  void wait_open() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return open_; });
-  }
-  void set_open(bool open) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_ = open;
-    changed_.notify_all();
-  }
+  testing::Gate gate_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool open_ = true;
-  bool fail_ = false;
+  std::atomic<bool> fail_{false};
   std::vector<Add> adds_;
 };
 
@@ -126,7 +120,6 @@ class RunningBatchTest : public ::testing::Test {
     if (queue_) queue_->finish();
     if (thread_.joinable()) thread_.join();
   }
-  static DecodeJob job(size_t lane, std::vector<std::vector<int64_t>> sources) { return {lane, std::move(sources)}; }
   static void expect_echo(PendingJob& pending, const std::vector<std::vector<int64_t>>& sources) {
     ASSERT_TRUE(pending.wait_until(Clock::now() + kForever));
     ASSERT_FALSE(pending.error());

@@ -1,0 +1,55 @@
+#pragma once
+// Shared by the model tests: a tiny configuration and the fixture that runs a test on both
+// kernel paths.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+#include "runtime/kernels.h"
+
+namespace tfm::testing {
+
+/// Small enough for any test: vocabulary 23, d_model 16, d_ff 32, 4 heads, 2 + 2 layers.
+inline ModelConfig tiny_model_config() {
+  ModelConfig config;
+  config.vocab_size = 23;
+  config.d_model = 16;
+  config.d_ff = 32;
+  config.heads = 4;
+  config.encoder_layers = 2;
+  config.decoder_layers = 2;
+  return config;
+}
+
+/// The variants incremental decoding must handle alike: pre-norm, a local attention window, learned
+/// positions (untied), each on tiny_model_config().
+inline std::vector<ModelConfig> decoding_variants() {
+  auto pre_norm = tiny_model_config();
+  pre_norm.norm = NormPlacement::kPre;
+  auto windowed = tiny_model_config();
+  windowed.attention_window = 2;
+  auto learned = tiny_model_config();
+  learned.positions = PositionEncoding::kLearned;
+  learned.max_positions = 16;
+  learned.tie_embeddings = false;
+  return {pre_norm, windowed, learned};
+}
+
+/// Runs a TEST_P body with fused kernels on, then off (the plain reference path), restoring the
+/// default. Instantiate with INSTANTIATE_BOTH_KERNELS(Fixture).
+class BothKernelsTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { set_fused_kernels(GetParam()); }
+  void TearDown() override { set_fused_kernels(true); }
+};
+
+inline std::string kernels_name(const ::testing::TestParamInfo<bool>& kernels) {
+  return kernels.param ? "fused" : "plain";
+}
+
+}  // namespace tfm::testing
+
+#define INSTANTIATE_BOTH_KERNELS(fixture) \
+  INSTANTIATE_TEST_SUITE_P(Kernels, fixture, ::testing::Values(true, false), ::tfm::testing::kernels_name)
