@@ -112,16 +112,20 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
 }
 
 torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, const torch::Tensor& k,
-                                                    const torch::Tensor& v, const torch::Tensor& bias, int64_t first) {
+                                                    const torch::Tensor& v, const torch::Tensor& bias, int64_t first,
+                                                    const std::vector<int64_t>* row_first) {
   if (options.score() == AttentionScore::kScaledDot && fused_kernels() && !is_training() &&
       step_attention_supported(q)) {
-    return out_proj(step_attention(q, k, v, bias, first));
+    return out_proj(step_attention(q, k, v, bias, first, row_first));
   }
   auto mask = bias;
-  if (first > 0) {
+  if (first > 0 || row_first != nullptr) {
     const int64_t length = k.size(2);
+    const auto positions = torch::arange(length, torch::TensorOptions(torch::kLong).device(k.device()));
+    auto starts = torch::full({1}, first, torch::kLong);  // [B] or [1]
+    if (row_first != nullptr) starts = torch::tensor(*row_first, torch::kLong).clamp_min(first);
     const auto kept =
-        torch::arange(length, torch::TensorOptions(torch::kLong).device(k.device())).ge(first).view({1, 1, 1, length});
+        positions.view({1, 1, 1, length}).ge(starts.to(k.device()).view({-1, 1, 1, 1}));  // [B|1, 1, 1, S]
     mask = bias.defined() ? bias.masked_fill(kept.logical_not(), -std::numeric_limits<float>::infinity()) : kept;
   }
   return attend_heads(q, k, v, mask);

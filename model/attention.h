@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <tuple>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -66,11 +67,13 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& mask, torch::Tensor* weights = nullptr);
   /// A decoding step's attention over cached keys and values: q [B, H, Tq, Dh], k, v [B, H, S, Dh]
-  /// (strided views welcome), bias [B, 1, 1, S] additive or undefined, keys before `first` masked
+  /// (strided views welcome), bias [B, 1, 1, S] additive or undefined, keys before `first` masked,
+  /// and with row_first (B positions) row b's keys before row_first[b] too
   /// -> [B, Tq, D]. Through step_attention() where it computes (model/step_attention.h), else
   /// through attend_heads().
   torch::Tensor attend_cached(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& bias, int64_t first = 0);
+                              const torch::Tensor& bias, int64_t first = 0,
+                              const std::vector<int64_t>* row_first = nullptr);
 
   MultiHeadAttentionOptions options;
   Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]

@@ -25,10 +25,10 @@ class DecoderLayerImpl : public torch::nn::Module {
   /// One incremental step. x: [N, 1, D] at position `step`; appends this position's keys and
   /// values to `cache` -> [N, 1, D]. Row r reads encoder output r / rows_per_memory
   /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_bias: [N / rows_per_memory, 1, 1, S],
-  /// additive: DecoderState::memory_bias). self_bias: undefined, or [N, 1, 1, step+1] additive over
-  /// the cache positions (DecoderState::self_attention_bias: rows that began late).
+  /// additive: DecoderState::memory_bias). row_starts: null, or N cache positions where each row's
+  /// sentence began (DecoderState::row_starts): its self-attention reads no earlier position.
   torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias, int64_t step,
-                     int64_t rows_per_memory = 1, const torch::Tensor& self_bias = {});
+                     int64_t rows_per_memory = 1, const std::vector<int64_t>* row_starts = nullptr);
 
   MultiHeadAttention self_attention{nullptr};
   MultiHeadAttention cross_attention{nullptr};

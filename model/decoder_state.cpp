@@ -231,15 +231,6 @@ std::vector<int64_t> DecoderState::next_positions() const {
   return positions;
 }
 
-torch::Tensor DecoderState::self_attention_bias(torch::ScalarType dtype) const {
-  if (row_starts.empty()) return {};
-  const auto starts = torch::tensor(row_starts, torch::kLong).view({-1, 1, 1, 1});   // [N, 1, 1, 1]
-  const auto positions = torch::arange(step + 1, torch::kLong).view({1, 1, 1, -1});  // [1, 1, 1, T]
-  auto bias = torch::zeros({static_cast<int64_t>(row_starts.size()), 1, 1, step + 1}, torch::kFloat32)
-                  .masked_fill_(positions.lt(starts), -std::numeric_limits<float>::infinity());  // [N, 1, 1, T]
-  return bias.to(memory_bias.device(), dtype);
-}
-
 void DecoderState::append(DecoderState other) {
   TORCH_CHECK(other.step == 0, "append: the joining state has already decoded");
   TORCH_CHECK(other.rows_per_memory == rows_per_memory, "append: ", other.rows_per_memory,

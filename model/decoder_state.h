@@ -68,9 +68,6 @@ struct DecoderState {
   int64_t rows() const;
   /// Each row's position of its next token (step when every row began at 0): N entries.
   std::vector<int64_t> next_positions() const;
-  /// This step's self-attention bias for rows that began late: [N, 1, 1, step + 1] in `dtype`, 0
-  /// from a row's start on and -inf before it; undefined while every row began at 0.
-  torch::Tensor self_attention_bias(torch::ScalarType dtype) const;
 };
 
 }  // namespace tfm

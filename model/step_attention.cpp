@@ -27,6 +27,7 @@ struct StepViews {
   int64_t bias_b, bias_s;
   T* out;  // [B, Tq, H, Dh] contiguous
   int64_t rows, heads, queries, keys, head_dim, first;
+  const int64_t* row_first;  // [B] or nullptr
   float sqrt_head_dim;
 };
 
@@ -63,6 +64,7 @@ struct ItemViews {
   const T* values;
   const T* bias;  // nullptr: no bias
   T* out;
+  int64_t first;  // the first key it attends
 };
 
 template <typename T>
@@ -72,8 +74,9 @@ TFM_ALWAYS_INLINE ItemViews<T> item_views(const StepViews<T>& a, int64_t item, f
   const int64_t b = item / (a.queries * a.heads);
   const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
   for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
+  const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
   return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, a.bias != nullptr ? a.bias + b * a.bias_b : nullptr,
-          a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim};
+          a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim, first};
 }
 
 /// Scores [S] -> softmax weights in place; false when no key may be attended to.
@@ -96,22 +99,29 @@ template <typename T>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<T>& a, int64_t begin, int64_t end, Scratch& scratch) {
   const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
   ItemViews<T> items[kBlockItems];
-  for (int64_t i = 0; i < count; ++i) items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
+  int64_t block_first = length;
+  for (int64_t i = 0; i < count; ++i) {
+    items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
+    block_first = std::min(block_first, items[i].first);
+  }
 
-  for (int64_t s = a.first; s < length; ++s) {
+  for (int64_t s = block_first; s < length; ++s) {
     for (int64_t i = 0; i < count; ++i) {
+      if (s < items[i].first) continue;
       float score = dot(&scratch.queries[i * head_dim], items[i].keys + s * a.k_s, head_dim);
       if (items[i].bias != nullptr) score += static_cast<float>(items[i].bias[s * a.bias_s]);
       scratch.scores[i * length + s] = score;
     }
   }
   bool attends[kBlockItems];
-  for (int64_t i = 0; i < count; ++i) attends[i] = softmax_in_place(&scratch.scores[i * length], a.first, length);
+  for (int64_t i = 0; i < count; ++i)
+    attends[i] = softmax_in_place(&scratch.scores[i * length], items[i].first, length);
 
   float* sums = scratch.sums.data();
   std::fill(sums, sums + count * head_dim, 0.0F);
-  for (int64_t s = a.first; s < length; ++s) {
+  for (int64_t s = block_first; s < length; ++s) {
     for (int64_t i = 0; i < count; ++i) {
+      if (s < items[i].first) continue;
       const float weight = scratch.scores[i * length + s];
       const T* value = items[i].values + s * a.v_s;
       float* sum = sums + i * head_dim;
@@ -151,7 +161,8 @@ void attend_all(const StepViews<T>& a) {
 
 template <typename T>
 StepViews<T> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                      const torch::Tensor& bias, int64_t first, torch::Tensor& out) {
+                      const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
+                      torch::Tensor& out) {
   const int64_t length = keys.size(2);
   return {q.data_ptr<T>(),
           q.stride(0),
@@ -175,6 +186,7 @@ StepViews<T> views_of(const torch::Tensor& q, const torch::Tensor& keys, const t
           length,
           q.size(3),
           std::clamp<int64_t>(first, 0, length),
+          row_first != nullptr ? row_first->data() : nullptr,
           std::sqrt(static_cast<float>(q.size(3)))};
 }
 
@@ -186,7 +198,7 @@ bool step_attention_supported(const torch::Tensor& q) {
 }
 
 torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                             const torch::Tensor& bias, int64_t first) {
+                             const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first) {
   TORCH_CHECK(step_attention_supported(q), "step_attention: a CPU float32 or bfloat16 query outside autograd");
   TORCH_CHECK(q.dim() == 4 && keys.dim() == 4 && values.sizes() == keys.sizes(), "step_attention: 4-d q, keys, values");
   TORCH_CHECK(keys.scalar_type() == q.scalar_type() && values.scalar_type() == q.scalar_type(),
@@ -202,11 +214,13 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
         bias.scalar_type() == q.scalar_type() && bias.dim() == 4 && bias.size(0) == rows && bias.size(3) == length,
         "step_attention: bias ", bias.sizes(), " is not [B, 1, 1, S] for keys ", keys.sizes());
   }
+  TORCH_CHECK(row_first == nullptr || static_cast<int64_t>(row_first->size()) == rows, "step_attention: ", rows,
+              " rows but ", row_first == nullptr ? 0 : row_first->size(), " first positions");
   auto out = torch::empty({rows, queries, heads * head_dim}, q.options());
   if (q.scalar_type() == torch::kFloat32) {
-    attend_all(views_of<float>(q, keys, values, bias, first, out));
+    attend_all(views_of<float>(q, keys, values, bias, first, row_first, out));
   } else {
-    attend_all(views_of<c10::BFloat16>(q, keys, values, bias, first, out));
+    attend_all(views_of<c10::BFloat16>(q, keys, values, bias, first, row_first, out));
   }
   return out;
 }

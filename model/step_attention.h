@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -17,8 +18,11 @@ bool step_attention_supported(const torch::Tensor& q);
 /// q: [B, H, Tq, Dh]; keys, values: [B, H, S, Dh]; each with its last dimension contiguous.
 /// bias: undefined or [B, 1, 1, S] in q's dtype, added to the scores (0 keeps a key, -inf masks it).
 /// first: keys before this position are not attended (a local attention window).
+/// row_first: null, or B positions: row b attends no key before row_first[b] either (rows that
+/// joined a running batch late); those keys are skipped, not scored.
 /// -> [B, Tq, H*Dh], contiguous: heads concatenated, ready for W^O. A query with no key gets zeros.
 torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                             const torch::Tensor& bias, int64_t first = 0);
+                             const torch::Tensor& bias, int64_t first = 0,
+                             const std::vector<int64_t>* row_first = nullptr);
 
 }  // namespace tfm

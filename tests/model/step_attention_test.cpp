@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tests/tensor_assert.h"
 
@@ -39,6 +41,31 @@ TEST(StepAttention, MatchesTheFormulaOnATimeMajorCacheView) {
   EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}), reference(q, keys, values, {}, 0).to(torch::kFloat32), 1e-5);
   EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}, 4), reference(q, keys, values, {}, 4).to(torch::kFloat32),
                      1e-5);
+}
+
+TEST(StepAttention, RowsThatBeganLateSkipTheirEarlierKeys) {
+  // Rows that joined a running batch: row b reads keys from max(first, row_first[b]) on. The keys
+  // before are never read, so even a NaN there (a stale cache row) cannot leak in.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  const int64_t rows = 40, heads = 2, head_dim = 24, length = 10;  // 80 items: blocks of mixed starts
+  const auto q = torch::randn({rows, heads, 1, head_dim});
+  auto keys = torch::randn({length, rows, heads, head_dim});
+  const auto values = torch::randn({length, rows, heads, head_dim});
+  std::vector<int64_t> row_first(rows);
+  auto bias = torch::zeros({rows, 1, 1, length});
+  for (int64_t b = 0; b < rows; ++b) {
+    row_first[b] = (b * 7) % length;  // 0 .. 9
+    const int64_t from = std::max<int64_t>(row_first[b], 2);
+    bias.index_put_({b, 0, 0, torch::indexing::Slice(0, from)}, -kInf);
+    if (row_first[b] > 0) keys.select(1, b).narrow(0, 0, row_first[b]).fill_(std::nan(""));
+  }
+  const auto keys_view = keys.permute({1, 2, 0, 3}), values_view = values.permute({1, 2, 0, 3});
+  const auto out = step_attention(q, keys_view, values_view, {}, 2, &row_first);
+  keys.nan_to_num_(0.0);
+  EXPECT_TENSOR_NEAR(out, reference(q, keys_view, values_view, bias, 0).to(torch::kFloat32), 1e-5);
+  const std::vector<int64_t> too_few(rows - 1, 0);
+  EXPECT_THROW(step_attention(q, keys_view, values_view, {}, 0, &too_few), c10::Error);
 }
 
 TEST(StepAttention, GroupedQueriesWithAPaddingBias) {
