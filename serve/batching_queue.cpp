@@ -153,36 +153,24 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std:
   drop_cancelled();
   std::vector<Item> batch;
   if (queue_.empty()) return batch;
-  const size_t lane = queue_.front().lane;
-  int64_t tokens = 0;
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if (it->lane != lane) {
-      ++it;
-      continue;
-    }
-    if (!batch.empty() && tokens + it->tokens > options_.max_tokens) break;
-    tokens += it->tokens;
-    batch.push_back(std::move(*it));
-    it = queue_.erase(it);
-  }
+  batch = take_from_lane(queue_.front().lane, options_.max_tokens, /*first_regardless=*/true);
   last_batch_requests_ = count_requests(batch, [](const Item&) { return true; });
   return batch;
 }
 
-std::vector<BatchingQueue::Item> BatchingQueue::take_joining(size_t lane, int64_t tokens) {
-  std::vector<Item> joining;
-  if (!queue_.empty() && queue_.front().lane != lane) return joining;
+std::vector<BatchingQueue::Item> BatchingQueue::take_from_lane(size_t lane, int64_t tokens, bool first_regardless) {
+  std::vector<Item> taken;
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->lane != lane) {
       ++it;
       continue;
     }
-    if (it->tokens > tokens) break;
+    if (it->tokens > tokens && !(first_regardless && taken.empty())) break;
     tokens -= it->tokens;
-    joining.push_back(std::move(*it));
+    taken.push_back(std::move(*it));
     it = queue_.erase(it);
   }
-  return joining;
+  return taken;
 }
 
 class BatchingQueue::InFlight {
@@ -253,8 +241,9 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_joiners(size_t lane, const 
   // number, so they join in groups: once a quarter as many are queued as are running.
   const auto waiting = static_cast<size_t>(
       std::count_if(queue_.begin(), queue_.end(), [lane](const Item& item) { return item.lane == lane; }));
-  if (waiting * kJoinFraction < stream.sentences()) return {};
-  return take_joining(lane, options_.max_tokens - stream.source_tokens());
+  // An older sentence of another lane ends the joining: that lane has the next batch.
+  if (queue_.empty() || queue_.front().lane != lane || waiting * kJoinFraction < stream.sentences()) return {};
+  return take_from_lane(lane, options_.max_tokens - stream.source_tokens(), /*first_regardless=*/false);
 }
 
 void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch) {

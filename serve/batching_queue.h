@@ -148,9 +148,9 @@ class BatchingQueue {
   };
 
   std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock);
-  /// Queued sentences of `lane` that fit in `tokens`, oldest first; none once another lane's
-  /// sentence is the oldest queued (the running batch then ends, and that lane gets its turn).
-  std::vector<Item> take_joining(size_t lane, int64_t tokens);
+  /// Queued sentences of `lane`, oldest first, while they fit in `tokens` (the first one
+  /// regardless, with first_regardless: a sentence longer than a batch still gets decoded).
+  std::vector<Item> take_from_lane(size_t lane, int64_t tokens, bool first_regardless);
   void decode(std::vector<Item> batch);
   /// Decodes `batch` and every sentence of its lane that joins it, until none is left. Called
   /// and returns with the lock released.
