@@ -1,50 +1,16 @@
 #include "model/log_normalizer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "runtime/fast_exp.h"
+#include "model/row_reductions.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-template <typename T>
-TFM_ALWAYS_INLINE float row_max(const T* row, int64_t width) {
-  float lanes[kVectorLanes];
-  std::fill(lanes, lanes + kVectorLanes, kNegInf);
-  int64_t c = 0;
-  for (; c + kVectorLanes <= width; c += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) {
-      const float x = static_cast<float>(row[c + j]);
-      lanes[j] = x > lanes[j] ? x : lanes[j];
-    }
-  }
-  for (; c < width; ++c) lanes[0] = std::max(lanes[0], static_cast<float>(row[c]));
-  return *std::max_element(lanes, lanes + kVectorLanes);
-}
-
-template <typename T>
-TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width) {
-  const float max = row_max(row, width);
-  if (max == kNegInf) return kNegInf;
-  float lanes[kVectorLanes] = {};
-  int64_t c = 0;
-  for (; c + kVectorLanes <= width; c += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += exp_nonpositive(static_cast<float>(row[c + j]) - max);
-  }
-  for (; c < width; ++c) lanes[0] += exp_nonpositive(static_cast<float>(row[c]) - max);
-  float sum = 0.0F;
-  for (float lane : lanes) sum += lane;
-  return max + std::log(sum);
-}
 
 TFM_VECTOR_CLONES void normalize_rows(const float* logits, int64_t width, float* out, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) out[r] = row_log_normalizer(logits + r * width, width);

@@ -1,0 +1,132 @@
+#include "model/cross_entropy_rows.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "model/row_reductions.h"
+#include "runtime/fast_exp.h"
+#include "runtime/vector_clones.h"
+
+namespace tfm {
+namespace {
+
+/// Rows per parallel task: about 32k logits, so that small batches stay on one thread.
+int64_t row_grain(int64_t width) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width)); }
+
+struct RowOutputs {
+  float* log_normalizer;
+  float* target_logit;
+  float* mean_logit;
+};
+
+template <typename T>
+TFM_ALWAYS_INLINE void reduce_rows(const T* logits, const int64_t* target, int64_t width, RowOutputs out, int64_t begin,
+                                   int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    const T* row = logits + r * width;
+    out.log_normalizer[r] = row_log_normalizer(row, width);
+    out.target_logit[r] = static_cast<float>(row[target[r]]);
+    out.mean_logit[r] = row_sum(row, width) / static_cast<float>(width);
+  }
+}
+TFM_VECTOR_CLONES void reduce_rows_of(const float* logits, const int64_t* target, int64_t width, RowOutputs out,
+                                      int64_t begin, int64_t end) {
+  reduce_rows(logits, target, width, out, begin, end);
+}
+TFM_VECTOR_CLONES void reduce_rows_of(const c10::BFloat16* logits, const int64_t* target, int64_t width, RowOutputs out,
+                                      int64_t begin, int64_t end) {
+  reduce_rows(logits, target, width, out, begin, end);
+}
+
+struct GradientInputs {
+  const int64_t* target;
+  const float* log_normalizer;
+  const float* row_scale;
+  float smoothing;  // epsilon / V
+  float on_target;  // 1 - epsilon
+};
+
+/// The same operations in the same order as the op-by-op backward: (e^(z - lse) - epsilon / V),
+/// minus (1 - epsilon) at the target, times the row's scale; rounded once to T.
+template <typename T>
+TFM_ALWAYS_INLINE void gradient_rows(const T* logits, T* grad, int64_t width, GradientInputs in, int64_t begin,
+                                     int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    const T* row = logits + r * width;
+    T* out = grad + r * width;
+    const float scale = in.row_scale[r];
+    if (scale == 0.0F) {
+      std::fill(out, out + width, static_cast<T>(0.0F));
+      continue;
+    }
+    const float lse = in.log_normalizer[r];
+    for (int64_t c = 0; c < width; ++c) {
+      out[c] = static_cast<T>((exp_nonpositive(static_cast<float>(row[c]) - lse) - in.smoothing) * scale);
+    }
+    const int64_t y = in.target[r];
+    out[y] =
+        static_cast<T>(((exp_nonpositive(static_cast<float>(row[y]) - lse) - in.smoothing) + -in.on_target) * scale);
+  }
+}
+TFM_VECTOR_CLONES void gradient_rows_of(const float* logits, float* grad, int64_t width, GradientInputs in,
+                                        int64_t begin, int64_t end) {
+  gradient_rows(logits, grad, width, in, begin, end);
+}
+TFM_VECTOR_CLONES void gradient_rows_of(const c10::BFloat16* logits, c10::BFloat16* grad, int64_t width,
+                                        GradientInputs in, int64_t begin, int64_t end) {
+  gradient_rows(logits, grad, width, in, begin, end);
+}
+
+}  // namespace
+
+bool cross_entropy_rows_supported(const torch::Tensor& logits) {
+  return logits.device().is_cpu() && logits.dim() == 2 &&
+         (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kBFloat16);
+}
+
+CrossEntropyRows cross_entropy_rows(const torch::Tensor& logits, const torch::Tensor& target) {
+  TORCH_CHECK(cross_entropy_rows_supported(logits), "cross_entropy_rows: [N, V] float32 or bfloat16 CPU logits");
+  const auto rows = logits.contiguous();
+  const auto targets = target.to(torch::kLong).contiguous();
+  const int64_t count = rows.size(0), width = rows.size(1);
+  CrossEntropyRows result{torch::empty({count}, torch::kFloat32), torch::empty({count}, torch::kFloat32),
+                          torch::empty({count}, torch::kFloat32)};
+  const RowOutputs out{result.log_normalizer.data_ptr<float>(), result.target_logit.data_ptr<float>(),
+                       result.mean_logit.data_ptr<float>()};
+  const int64_t* target_data = targets.data_ptr<int64_t>();
+  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+    if (rows.scalar_type() == torch::kFloat32) {
+      reduce_rows_of(rows.data_ptr<float>(), target_data, width, out, begin, end);
+    } else {
+      reduce_rows_of(rows.data_ptr<c10::BFloat16>(), target_data, width, out, begin, end);
+    }
+  });
+  return result;
+}
+
+torch::Tensor cross_entropy_gradient(const torch::Tensor& logits, const torch::Tensor& target,
+                                     const torch::Tensor& log_normalizer, const torch::Tensor& row_scale,
+                                     double epsilon) {
+  TORCH_CHECK(cross_entropy_rows_supported(logits), "cross_entropy_gradient: [N, V] float32 or bfloat16 CPU logits");
+  const auto rows = logits.contiguous();
+  const auto targets = target.to(torch::kLong).contiguous();
+  const auto normalizers = log_normalizer.to(torch::kFloat32).contiguous();
+  const auto scales = row_scale.to(torch::kFloat32).contiguous();
+  const int64_t count = rows.size(0), width = rows.size(1);
+  auto grad = torch::empty_like(rows);
+  const GradientInputs in{targets.data_ptr<int64_t>(), normalizers.data_ptr<float>(), scales.data_ptr<float>(),
+                          static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
+  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+    if (rows.scalar_type() == torch::kFloat32) {
+      gradient_rows_of(rows.data_ptr<float>(), grad.data_ptr<float>(), width, in, begin, end);
+    } else {
+      gradient_rows_of(rows.data_ptr<c10::BFloat16>(), grad.data_ptr<c10::BFloat16>(), width, in, begin, end);
+    }
+  });
+  return grad;
+}
+
+}  // namespace tfm
