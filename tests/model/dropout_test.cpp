@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/PhiloxRNGEngine.h>
+
+#include <mutex>
+#include <vector>
 
 #include "runtime/kernels.h"
 
@@ -53,6 +58,33 @@ TEST(Dropout, TheMaskDoesNotDependOnTheThreadCount) {
   const auto two = apply_dropout(x, 0.2, true);
   at::set_num_threads(threads);
   EXPECT_TRUE(torch::equal(one, two));
+}
+
+TEST(Dropout, TheMaskIsLibTorchsPhiloxStream) {
+  // Block b of 4096 elements reads at::philox_engine(seed, b), 16 bits per element, low half first;
+  // the seed is the default generator's next 64 bits.
+  const double p = 0.3;
+  const auto threshold = static_cast<uint32_t>(p * 65536.0 + 0.5);
+  const int64_t n = 3 * 4096 + 777;  // a partial last block, with an odd element count
+  torch::manual_seed(13);
+  uint64_t seed = 0;
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    seed = generator.get<at::CPUGeneratorImpl>()->random64();
+  }
+  std::vector<float> expected(n);
+  for (int64_t block = 0; block * 4096 < n; ++block) {
+    at::philox_engine engine(seed, static_cast<uint64_t>(block), 0);
+    for (int64_t i = block * 4096; i < std::min(n, (block + 1) * 4096); i += 2) {
+      const uint32_t draw = engine();
+      expected[i] = (draw & 0xFFFFU) >= threshold ? 1.0F : 0.0F;
+      if (i + 1 < n) expected[i + 1] = (draw >> 16) >= threshold ? 1.0F : 0.0F;
+    }
+  }
+  torch::manual_seed(13);
+  const auto kept = apply_dropout(torch::ones({n}), p, true).ne(0).to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(kept, torch::from_blob(expected.data(), {n}, torch::kFloat32)));
 }
 
 TEST(Dropout, GradientIsTheSameMask) {
