@@ -11,7 +11,7 @@
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
-#   UPDATES 0 skips training)
+#   UPDATES 0 skips training; DECODING=0 in the environment skips decoding)
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL PREPARED_DIR [UPDATES]}
 model=${2:?model file}
@@ -76,6 +76,7 @@ for dtype in "${dtypes[@]}"; do
 done
 fi
 
+[ "${DECODING:-1}" = 0 ] && exit 0
 echo
 echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, max length source + 50"
 echo "   (p50: batch-1 latency, median of 100 lines sent one at a time; shortlist: \`tfm shortlist\` from Multi30k train)"
