@@ -7,8 +7,9 @@ operations. It is not part of tfm and nothing in tfm depends on it.
 
 What it mirrors:
   data/dataset_file.cpp  reads `train.bin` of a `tfm prepare` directory (64-byte header: magic,
-                         version, id width, counts, CRC-32s; int64 offsets; uint16/int32 ids) and
-                         checks the magic, version, size and both checksums
+                         version, id width, counts, CRC-32s; format version 2: ids pair by pair,
+                         pair offsets, lengths; version 1: offsets and ids per side) and checks the
+                         magic, version, size and both checksums
   data/batching.cpp      the same batches in the same order: pairs shuffled with SplitMix64 and
                          Fisher-Yates, stably sorted by (source, target) length, cut greedily so that
                          sentences x (longest + 1) <= --max-tokens on each side, batches shuffled;
@@ -93,11 +94,12 @@ def preset_config(name, vocab_size):
 # Prepared data (data/dataset_file.cpp, data/batching.cpp)
 # ---------------------------------------------------------------------------------------------
 
-HEADER = struct.Struct("<8sIIqqqqII8x")  # 64 bytes; see data/dataset_file.h
+HEADER = struct.Struct("<8sIIqqqqII8x")  # 64 bytes; see data/dataset_header.h
 
 
 def load_dataset(path):
-    """train.bin -> (source offsets, target offsets, source ids, target ids, vocabulary size)."""
+    """train.bin (format version 1 or 2) -> (source offsets, target offsets, source ids, target ids,
+    vocabulary size)."""
     with open(path, "rb") as f:
         blob = f.read()
     if len(blob) < HEADER.size:
@@ -105,22 +107,43 @@ def load_dataset(path):
     magic, version, id_bytes, pairs, n_source, n_target, vocab, payload_crc, header_crc = HEADER.unpack_from(blob)
     if magic != b"TFMDATA\0":
         sys.exit(f"{path}: not a tfm dataset file (bad magic)")
-    if version != 1:
-        sys.exit(f"{path}: dataset format version {version}, this script reads 1")
-    if zlib.crc32(blob[:52]) != header_crc:
+    if version not in (1, 2):
+        sys.exit(f"{path}: dataset format version {version}, this script reads 1 and 2")
+    # Version 2 also covers the two longest-sentence fields at [56, 64).
+    expected_crc = zlib.crc32(blob[:52])
+    if version == 2:
+        expected_crc = zlib.crc32(blob[56:64], expected_crc)
+    if expected_crc != header_crc:
         sys.exit(f"{path}: corrupt dataset header (checksum mismatch)")
-    if id_bytes not in (2, 4) or len(blob) != HEADER.size + 16 * (pairs + 1) + id_bytes * (n_source + n_target):
+    ids_bytes = id_bytes * (n_source + n_target)
+    offsets_at = (HEADER.size + ids_bytes + 7) // 8 * 8
+    size = HEADER.size + 16 * (pairs + 1) + ids_bytes if version == 1 else offsets_at + 12 * pairs + 8
+    if id_bytes not in (2, 4) or len(blob) != size:
         sys.exit(f"{path}: corrupt or truncated dataset file ({len(blob)} bytes)")
     if zlib.crc32(memoryview(blob)[HEADER.size:]) != payload_crc:
         sys.exit(f"{path}: corrupt dataset file (checksum mismatch)")
-    at = HEADER.size
-    source_offsets = np.frombuffer(blob, np.int64, pairs + 1, at)
-    target_offsets = np.frombuffer(blob, np.int64, pairs + 1, at + 8 * (pairs + 1))
-    at += 16 * (pairs + 1)
     id_type = np.uint16 if id_bytes == 2 else np.int32
-    source_ids = np.frombuffer(blob, id_type, n_source, at).astype(np.int64)
-    target_ids = np.frombuffer(blob, id_type, n_target, at + id_bytes * n_source).astype(np.int64)
-    return source_offsets, target_offsets, source_ids, target_ids, vocab
+    if version == 1:  # offsets per side, then ids per side
+        at = HEADER.size
+        source_offsets = np.frombuffer(blob, np.int64, pairs + 1, at)
+        target_offsets = np.frombuffer(blob, np.int64, pairs + 1, at + 8 * (pairs + 1))
+        at += 16 * (pairs + 1)
+        source_ids = np.frombuffer(blob, id_type, n_source, at).astype(np.int64)
+        target_ids = np.frombuffer(blob, id_type, n_target, at + id_bytes * n_source).astype(np.int64)
+        return source_offsets, target_offsets, source_ids, target_ids, vocab
+    # Version 2: ids pair by pair (source, then target), then pair offsets and both sides' lengths.
+    ids = np.frombuffer(blob, id_type, n_source + n_target, HEADER.size).astype(np.int64)
+    pair_offsets = np.frombuffer(blob, np.int64, pairs + 1, offsets_at)
+    source_lengths = np.frombuffer(blob, np.uint16, pairs, offsets_at + 8 * (pairs + 1)).astype(np.int64)
+    target_lengths = np.frombuffer(blob, np.uint16, pairs, offsets_at + 8 * (pairs + 1) + 2 * pairs).astype(np.int64)
+    pair_lengths = source_lengths + target_lengths
+    if not np.array_equal(np.diff(pair_offsets), pair_lengths):
+        sys.exit(f"{path}: corrupt dataset file (pair offsets and lengths disagree)")
+    within_pair = np.arange(len(ids)) - np.repeat(pair_offsets[:-1], pair_lengths)
+    is_source = within_pair < np.repeat(source_lengths, pair_lengths)
+    source_offsets = np.concatenate([[0], np.cumsum(source_lengths)])
+    target_offsets = np.concatenate([[0], np.cumsum(target_lengths)])
+    return source_offsets, target_offsets, ids[is_source], ids[~is_source], vocab
 
 
 class SplitMix64:
