@@ -53,6 +53,7 @@ int fail(const CLI::App& app, int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   tfm::bound_onednn_primitive_cache();  // before anything reaches LibTorch's kernels
+  tfm::bound_ideep_computation_cache();
   tfm::spell_options_as_flags();
   CLI::App app{"tfm: Transformer neural machine translation (Vaswani et al., 2017) on LibTorch", "tfm"};
   app.require_subcommand(1);

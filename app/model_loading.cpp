@@ -6,7 +6,6 @@
 
 #include "model/model_file.h"
 #include "runtime/allocator.h"
-#include "runtime/onednn_cache.h"
 
 namespace tfm {
 
@@ -36,7 +35,6 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
 
 Translator open_translator(const std::vector<std::string>& paths, const DecodingOptions& decoding,
                            const RuntimeOptions& runtime) {
-  bound_inference_computation_cache();
   TranslatorOptions options = decoding.translator;
   if (decoding.quantize != "none" && decoding.quantize != "int8") {
     throw std::invalid_argument("--quantize " + decoding.quantize + ": expected none or int8");

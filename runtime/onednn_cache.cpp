@@ -11,9 +11,9 @@ void bound_onednn_primitive_cache() {
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", capacity.c_str(), /*overwrite=*/0);
 }
 
-void bound_inference_computation_cache() {
+void bound_ideep_computation_cache() {
   // ideep reads the variable once, when its cache is first used (loading packs weights through it).
-  const std::string capacity = std::to_string(kInferenceComputationCacheCapacity);
+  const std::string capacity = std::to_string(kIdeepComputationCacheCapacity);
   setenv("LRU_CACHE_CAPACITY", capacity.c_str(), /*overwrite=*/0);
 }
 

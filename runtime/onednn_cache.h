@@ -12,14 +12,15 @@ constexpr int kOneDnnPrimitiveCacheCapacity = 64;
 /// ONEDNN_PRIMITIVE_CACHE_CAPACITY wins. Call first thing in main().
 void bound_onednn_primitive_cache();
 
-/// Entries of ideep's computation cache kept while decoding (unless LRU_CACHE_CAPACITY is set).
-constexpr int kInferenceComputationCacheCapacity = 32;
+/// Entries of ideep's computation cache kept (unless LRU_CACHE_CAPACITY is set).
+constexpr int kIdeepComputationCacheCapacity = 32;
 
 /// Bounds ideep's computation cache (LibTorch's layer over oneDNN: a primitive and its buffers per
-/// matmul shape, 1024 by default) for a process that decodes. Decoding meets a new row count at
-/// nearly every step as sentences finish, so the cache fills with shapes seen once: in bfloat16 it
-/// held 450 MiB at batches of 32 sentences, for no speed (BENCHMARKS.md, tfm serve). Training keeps
-/// the default (a smaller cache cost it ~8%). Call before the first model is loaded.
-void bound_inference_computation_cache();
+/// matmul shape and packed weight, 1024 by default). Decoding meets a new row count at nearly every
+/// step as sentences finish, so the cache fills with shapes seen once: in bfloat16 it held 450 MiB
+/// at batches of 32 sentences, for no speed. Training validates with a freshly packed copy of the
+/// model each time, and the entries kept every copy alive: a 60-minute bf16 run grew to 23 GB
+/// (BENCHMARKS.md). The bound costs training no speed. Call first thing in main().
+void bound_ideep_computation_cache();
 
 }  // namespace tfm

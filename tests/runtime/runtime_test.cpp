@@ -27,13 +27,13 @@ TEST(OneDnnCache, IsBoundedUnlessTheUserChoseACapacity) {
   unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
 }
 
-TEST(OneDnnCache, DecodingBoundsIdeepsCacheUnlessTheUserChoseACapacity) {
+TEST(OneDnnCache, BoundsIdeepsCacheUnlessTheUserChoseACapacity) {
   unsetenv("LRU_CACHE_CAPACITY");
-  bound_inference_computation_cache();
+  bound_ideep_computation_cache();
   ASSERT_NE(std::getenv("LRU_CACHE_CAPACITY"), nullptr);
-  EXPECT_EQ(std::string(std::getenv("LRU_CACHE_CAPACITY")), std::to_string(kInferenceComputationCacheCapacity));
+  EXPECT_EQ(std::string(std::getenv("LRU_CACHE_CAPACITY")), std::to_string(kIdeepComputationCacheCapacity));
   setenv("LRU_CACHE_CAPACITY", "7", 1);
-  bound_inference_computation_cache();
+  bound_ideep_computation_cache();
   EXPECT_EQ(std::string(std::getenv("LRU_CACHE_CAPACITY")), "7");
   unsetenv("LRU_CACHE_CAPACITY");
 }
