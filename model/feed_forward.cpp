@@ -18,7 +18,7 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto hidden = apply_dropout(torch::relu(w1(x)), options.relu_dropout(), is_training());  // [B, T, d_ff]
+  const auto hidden = apply_dropout(w1->forward_relu(x), options.relu_dropout(), is_training());  // [B, T, d_ff]
   return w2(hidden);
 }
 

@@ -21,6 +21,11 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   return torch::nn::functional::linear(x, weight, bias);
 }
 
+torch::Tensor LinearImpl::forward_relu(const torch::Tensor& x) {
+  if (prepared_.defined()) return prepared_.linear_relu(x);
+  return torch::relu(forward(x));
+}
+
 void LinearImpl::quantize_int8() { prepared_ = PreparedWeight(PreparedWeight::Form::kInt8, weight, bias); }
 
 void LinearImpl::pack_for_inference() {

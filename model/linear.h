@@ -25,6 +25,8 @@ class LinearImpl : public torch::nn::Module {
   explicit LinearImpl(const LinearOptions& options);
   /// x: [..., in] -> [..., out]
   torch::Tensor forward(const torch::Tensor& x);
+  /// max(0, forward(x)), in one pass over the product where the weights are prepared for inference.
+  torch::Tensor forward_relu(const torch::Tensor& x);
   /// Packs the current weights for the int8 path (call after loading them). Throws
   /// std::invalid_argument unless the weights are float32 on the CPU.
   void quantize_int8();

@@ -28,7 +28,7 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
   packed_ = stack[0].toTensor();
 }
 
-torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias) const {
+torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
   std::optional<torch::Tensor> maybe_bias;
   if (bias.defined()) maybe_bias = bias;
@@ -36,7 +36,7 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   torch::jit::Stack stack{rows,
                           packed_,
                           maybe_bias,
-                          std::string("none"),
+                          std::string(relu ? "relu" : "none"),
                           c10::List<std::optional<c10::Scalar>>(),
                           std::optional<std::string>("")};
   linear_pointwise.callBoxed(&stack);

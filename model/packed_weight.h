@@ -18,8 +18,9 @@ class PackedWeight {
   explicit PackedWeight(const torch::Tensor& weight);
 
   bool defined() const { return packed_.defined(); }
-  /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]
-  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}) const;
+  /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]; with `relu`, max(0, x W^T + b)
+  /// applied by oneDNN before the result is stored (the same bits as a separate ReLU).
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}, bool relu = false) const;
 
  private:
   torch::Tensor packed_;

@@ -29,4 +29,9 @@ torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
   TORCH_CHECK(false, "PreparedWeight::linear: no weight prepared");
 }
 
+torch::Tensor PreparedWeight::linear_relu(const torch::Tensor& x) const {
+  if (form_ == Form::kOneDnn) return packed_.linear(x, bias_, /*relu=*/true);
+  return linear(x).relu_();  // a fresh product: inference only, so nothing else reads it
+}
+
 }  // namespace tfm

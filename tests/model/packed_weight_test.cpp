@@ -39,6 +39,38 @@ TEST(PackedWeight, ComputesTheLinearMapInFloat32AndBfloat16) {
   EXPECT_FALSE(PackedWeight::supported(weight.to(torch::kDouble)));
 }
 
+// ReLU applied by oneDNN before the store rounds the same value that a separate ReLU would see,
+// and rounding keeps the sign, so the fused form must give the very same bits.
+TEST(PackedWeight, FusesTheReluBitForBit) {
+  torch::manual_seed(5);
+  const auto weight = torch::randn({64, 32});  // [out, in]
+  const auto bias = torch::randn({64});
+  const auto x = torch::randn({2, 7, 32});
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const PackedWeight packed(weight.to(dtype));
+    const auto fused = packed.linear(x.to(dtype), bias.to(dtype), /*relu=*/true);
+    const auto product = packed.linear(x.to(dtype), bias.to(dtype));
+    // The ReLU has something to cut and something to keep.
+    EXPECT_TRUE(product.lt(0).any().item<bool>() && product.gt(0).any().item<bool>());
+    const auto separate = torch::relu(product);
+    EXPECT_TRUE(torch::equal(fused, separate)) << dtype;
+  }
+  Linear linear(LinearOptions(32, 64));
+  const auto plain = torch::relu(linear(x)).detach();
+  for (const auto prepare : {&LinearImpl::pack_for_inference, &LinearImpl::quantize_int8}) {
+    Linear prepared(LinearOptions(32, 64));
+    {
+      torch::NoGradGuard no_grad;
+      prepared->weight.copy_(linear->weight);
+      prepared->bias.copy_(linear->bias);
+    }
+    ((*prepared).*prepare)();
+    torch::InferenceMode inference;
+    EXPECT_TRUE(torch::equal(prepared->forward_relu(x), torch::relu(prepared->forward(x))));
+    EXPECT_TENSOR_NEAR(prepared->forward_relu(x), plain, 0.1);  // int8 rounds its inputs and weights
+  }
+}
+
 using Compare = std::function<void(const torch::Tensor& got, const torch::Tensor& expected)>;
 
 /// A tiny model and a copy with its weights, the copy prepared by `prepare`, decoding `source`
