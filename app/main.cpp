@@ -18,9 +18,13 @@
 
 // Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
 // returning it to the OS, where re-faulting pages costs ~10 us per 4 KiB on virtual machines
-// and made training steps several times slower (BENCHMARKS.md, allocator comparison).
+// and made training steps several times slower (BENCHMARKS.md, allocator comparison). Tensors
+// over 8 MiB come from the ordinary arenas, not a separate one (oversize_threshold:0): with
+// nothing ever returned, that arena's kept pages were not reused well, and the peak was 24%
+// higher in bf16 training and 9-14% in float32 and bf16 decoding (BENCHMARKS.md, "jemalloc's
+// arena for large tensors").
 extern "C" {
-const char* malloc_conf = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0";
 }
 
 namespace {
