@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A base-size model (the paper's: d_model 512, d_ff 2048, 8 heads, 6+6 layers) trained briefly on
+# Multi30k, for the speed benchmarks (bench/speed.sh, bench/serve.sh): its figures are those of
+# the paper's size, with outputs of real lengths, not only the `small` model's. Not a quality
+# recipe: the paper's warm-up of 4000 updates is longer than a 2-core CPU gets in MINUTES, so the
+# run warms up over 300 updates to a peak of 7e-4 and decays as fairseq's inverse_sqrt does.
+# Prints the update count, the best validation BLEU and the model file (checkpoint_avg.pt).
+#
+#   bench/base_model.sh MINUTES OUT_DIR [extra `tfm train` flags...]
+set -euo pipefail
+minutes=${1:?usage: $0 MINUTES OUT_DIR [train flags...]}
+out=${2:?output directory}
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+data=${TFM_DATA_DIR:-$here/../../shared}/data/multi30k
+[ -f "$data/train.en.gz" ] || { echo "no Multi30k at $data (set TFM_DATA_DIR)" >&2; exit 2; }
+tfm=${TFM_BIN:-$("$here/../scripts/build")}
+mkdir -p "$out"
+echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
+"$tfm" train --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+  --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --save-dir "$out/run" \
+  --preset base --lr-scheduler inverse_sqrt --lr 7e-4 --warmup 300 --max-tokens 2048 \
+  --save-interval-updates 100 --validate-every 300 --valid-max-sentences 300 \
+  --time-limit "$minutes" "$@" 2> "$out/train.log"
+grep -E 'model: ' "$out/train.log" | head -1 | sed 's/^.*info //'
+python3 - "$out/run/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+valid = [r for r in rows if r.get("type") == "valid"]
+print(f"training: {rows[-1]['update']} updates, {rows[-1]['elapsed_s'] / 60:.1f} minutes")
+if valid:
+    best = max(valid, key=lambda r: r["bleu"])
+    print(f"validation (first 300 sentences, greedy): best BLEU {best['bleu']:.2f} at update {best['update']}")
+PY
+model="$out/run/checkpoint_avg.pt"
+[ -f "$model" ] || model="$out/run/checkpoint_last.pt"
+echo "model: $model"
