@@ -4,7 +4,8 @@
 # the paper's size, with outputs of real lengths, not only the `small` model's. Not a quality
 # recipe: the paper's warm-up of 4000 updates is longer than a 2-core CPU gets in MINUTES, so the
 # run warms up over 300 updates to a peak of 7e-4 and decays as fairseq's inverse_sqrt does.
-# Prints the update count, the best validation BLEU and the model file (checkpoint_avg.pt).
+# Prints bench/summarize_training.py's summary (updates, tokens/s, the validation curve) and the
+# model file (checkpoint_avg.pt).
 #
 #   bench/base_model.sh MINUTES OUT_DIR [extra `tfm train` flags...]
 set -euo pipefail
@@ -22,16 +23,7 @@ echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo |
   --preset base --lr-scheduler inverse_sqrt --lr 7e-4 --warmup 300 --max-tokens 2048 \
   --save-interval-updates 100 --validate-every 300 --valid-max-sentences 300 \
   --time-limit "$minutes" "$@" 2> "$out/train.log"
-grep -E 'model: ' "$out/train.log" | head -1 | sed 's/^.*info //'
-python3 - "$out/run/metrics.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
-valid = [r for r in rows if r.get("type") == "valid"]
-print(f"training: {rows[-1]['update']} updates, {rows[-1]['elapsed_s'] / 60:.1f} minutes")
-if valid:
-    best = max(valid, key=lambda r: r["bleu"])
-    print(f"validation (first 300 sentences, greedy): best BLEU {best['bleu']:.2f} at update {best['update']}")
-PY
+python3 "$here/summarize_training.py" "$out/run"  # updates, tokens/s, the validation curve
 model="$out/run/checkpoint_avg.pt"
 [ -f "$model" ] || model="$out/run/checkpoint_last.pt"
 echo "model: $model"
