@@ -13,7 +13,9 @@
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "app/stop_signal.h"
+#include "model/packed_weight.h"
 #include "runtime/allocator.h"
+#include "runtime/onednn_cache.h"
 #include "runtime/threads.h"
 #include "serve/http_server.h"
 #include "serve/served_models.h"
@@ -95,6 +97,9 @@ void run_serve(ServeCommandOptions o) {
     const int threads = configure_threads(std::max(1, at::get_num_threads() / o.server.workers));
     spdlog::info("decoding: {} workers x {} thread{}", o.server.workers, threads, threads == 1 ? "" : "s");
   }
+  // Before anything is loaded: oneDNN sizes its cache at its first primitive.
+  widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
+  PackedWeight::set_row_padding(true);
   std::vector<ServedModel> served;
   for (const auto& spec : o.models) {
     ModelSpec parsed = parse_model_spec(spec);

@@ -1,5 +1,6 @@
 #include "model/packed_weight.h"
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -13,7 +14,23 @@ namespace {
 
 c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
 
+std::atomic<bool> pad_rows{false};
+
 }  // namespace
+
+void PackedWeight::set_row_padding(bool pad) { pad_rows = pad; }
+bool PackedWeight::row_padding() { return pad_rows; }
+
+int64_t PackedWeight::padded_rows(int64_t rows) {
+  if (rows <= 4) return rows;
+  int64_t step = 4;
+  if (rows > 16) {
+    int64_t octave = 16;  // the largest power of two below rows
+    while (octave * 2 < rows) octave *= 2;
+    step = octave / 4;
+  }
+  return (rows + step - 1) / step * step;
+}
 
 bool PackedWeight::supported(const torch::Tensor& weight) {
   return at::hasMKLDNN() && weight.defined() && weight.device().is_cpu() && weight.dim() == 2 &&
@@ -32,7 +49,15 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
   std::optional<torch::Tensor> maybe_bias;
   if (bias.defined()) maybe_bias = bias;
-  const auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
+  auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
+  const int64_t m = rows.size(0);
+  const int64_t padded = pad_rows ? padded_rows(m) : m;
+  if (padded != m) {
+    // Each output row reads only its own input row, so the zero rows change nothing but the shape.
+    auto grown = torch::zeros({padded, rows.size(1)}, rows.options());  // [M', in]
+    grown.narrow(0, 0, m).copy_(rows);
+    rows = grown;
+  }
   torch::jit::Stack stack{rows,
                           packed_,
                           maybe_bias,
@@ -42,7 +67,7 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   linear_pointwise.callBoxed(&stack);
   auto sizes = x.sizes().vec();
   sizes.back() = out_features_;
-  return stack[0].toTensor().view(sizes);  // [..., out]
+  return stack[0].toTensor().narrow(0, 0, m).view(sizes);  // [M', out] -> [..., out]
 }
 
 }  // namespace tfm

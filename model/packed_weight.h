@@ -17,6 +17,17 @@ class PackedWeight {
   /// weight: [out, in]
   explicit PackedWeight(const torch::Tensor& weight);
 
+  /// Process-wide, off by default: pad each product's rows up to padded_rows(M) (zero rows, cut
+  /// off again). oneDNN compiles a kernel per row count, and decoding meets a new count at most
+  /// steps as sentences finish; padded, small batches reuse ~20 cached kernels instead of compiling
+  /// ~2 per step. `tfm serve` turns it on (with a wider primitive cache): its batches are small. At
+  /// file mode's large batches the padding costs more than it saves (BENCHMARKS.md).
+  static void set_row_padding(bool pad);
+  static bool row_padding();
+  /// Rows a product of `rows` rows is padded to: exact up to 4, then a multiple of 4 up to 16, then
+  /// four steps per doubling (20, 24, 28, 32, 40, 48, ...): at most a quarter more rows.
+  static int64_t padded_rows(int64_t rows);
+
   bool defined() const { return packed_.defined(); }
   /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]; with `relu`, max(0, x W^T + b)
   /// applied by oneDNN before the result is stored (the same bits as a separate ReLU).

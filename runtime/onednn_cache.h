@@ -12,6 +12,14 @@ constexpr int kOneDnnPrimitiveCacheCapacity = 64;
 /// ONEDNN_PRIMITIVE_CACHE_CAPACITY wins. Call first thing in main().
 void bound_onednn_primitive_cache();
 
+/// oneDNN primitives `tfm serve` caches: with its products padded to a few row counts
+/// (PackedWeight::pad_rows), ~20 row counts x 5 weight shapes, and every miss a JIT compile.
+constexpr int kServingPrimitiveCacheCapacity = 256;
+
+/// Sets oneDNN's cache to `capacity` primitives unless the user set ONEDNN_PRIMITIVE_CACHE_CAPACITY.
+/// oneDNN reads it once, at its first primitive: call before anything is loaded.
+void widen_onednn_primitive_cache(int capacity);
+
 /// Entries of ideep's computation cache kept (unless LRU_CACHE_CAPACITY is set).
 constexpr int kIdeepComputationCacheCapacity = 32;
 

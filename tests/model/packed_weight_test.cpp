@@ -39,6 +39,37 @@ TEST(PackedWeight, ComputesTheLinearMapInFloat32AndBfloat16) {
   EXPECT_FALSE(PackedWeight::supported(weight.to(torch::kDouble)));
 }
 
+TEST(PackedWeight, PadsRowCountsToAFewSizes) {
+  const std::vector<int64_t> rows{1, 3, 4, 5, 8, 9, 16, 17, 20, 21, 32, 33, 40, 64, 65, 80, 128, 129, 1000};
+  const std::vector<int64_t> padded{1, 3, 4, 8, 8, 12, 16, 20, 20, 24, 32, 40, 40, 64, 80, 80, 128, 160, 1024};
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(PackedWeight::padded_rows(rows[i]), padded[i]) << rows[i];
+  for (int64_t m = 1; m <= 5000; ++m) {
+    const auto p = PackedWeight::padded_rows(m);
+    ASSERT_GE(p, m);
+    ASSERT_LE(p * 4, m * 5 + 12) << m;  // at most a quarter more (small counts round to 4)
+  }
+}
+
+// Padding rows must not change a bit of the rows that were asked for.
+TEST(PackedWeight, PaddedRowsGiveTheSameBits) {
+  torch::manual_seed(4);
+  const auto weight = torch::randn({72, 40});  // [out, in]
+  const auto bias = torch::randn({72});
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const PackedWeight packed(weight.to(dtype));
+    for (const int64_t m : {5, 17, 33, 70, 129}) {
+      const auto x = torch::randn({m, 40}).to(dtype);
+      PackedWeight::set_row_padding(false);
+      const auto exact = packed.linear(x, bias.to(dtype), /*relu=*/true);
+      PackedWeight::set_row_padding(true);
+      const auto padded = packed.linear(x.view({1, m, 40}), bias.to(dtype), /*relu=*/true);
+      PackedWeight::set_row_padding(false);
+      ASSERT_EQ(padded.sizes(), (std::vector<int64_t>{1, m, 72}));
+      EXPECT_TRUE(torch::equal(padded.view({m, 72}), exact)) << dtype << " rows " << m;
+    }
+  }
+}
+
 // ReLU applied by oneDNN before the store rounds the same value that a separate ReLU would see,
 // and rounding keeps the sign, so the fused form must give the very same bits.
 TEST(PackedWeight, FusesTheReluBitForBit) {

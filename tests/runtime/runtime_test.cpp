@@ -27,6 +27,18 @@ TEST(OneDnnCache, IsBoundedUnlessTheUserChoseACapacity) {
   unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
 }
 
+TEST(OneDnnCache, WidensForServingUnlessTheUserChoseACapacity) {
+  unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
+  bound_onednn_primitive_cache();
+  widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), std::to_string(kServingPrimitiveCacheCapacity));
+  setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7", 1);
+  bound_onednn_primitive_cache();
+  widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), "7");
+  unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
+}
+
 TEST(OneDnnCache, BoundsIdeepsCacheUnlessTheUserChoseACapacity) {
   unsetenv("LRU_CACHE_CAPACITY");
   bound_ideep_computation_cache();
