@@ -110,6 +110,9 @@ int64_t BatchingQueue::lane_tokens(size_t lane) const {
 }
 
 void BatchingQueue::run() {
+  // Each decoding thread waits for as many requests as its own last batch held: with several
+  // threads, another's large batch says nothing about who will come back to this one.
+  size_t last_batch_requests = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
@@ -118,7 +121,7 @@ void BatchingQueue::run() {
       if (stopping_) return;  // everything queued has been decoded
       continue;
     }
-    auto batch = take_batch(lock);
+    auto batch = take_batch(lock, last_batch_requests);
     if (batch.empty()) continue;
     lock.unlock();
     std::unique_ptr<DecodeStream> stream;
@@ -141,20 +144,21 @@ size_t BatchingQueue::lane_requests(size_t lane) const {
   return count_requests(queue_, [lane](const Item& item) { return item.lane == lane; });
 }
 
-std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock) {
+std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock,
+                                                           size_t& last_batch_requests) {
   // Wait for company only where it is on its way: requests being read, or fewer requests queued
   // than the last batch held (its clients, just answered, are sending their next ones). A lone
   // client's last batch held one request: it never waits.
   const size_t first_lane = queue_.front().lane;
   changed_.wait_until(lock, queue_.front().arrived + options_.batch_wait, [&] {
     return stopping_ || queue_.empty() || lane_tokens(first_lane) >= options_.max_tokens ||
-           (arriving_ == 0 && lane_requests(first_lane) >= last_batch_requests_);
+           (arriving_ == 0 && lane_requests(first_lane) >= last_batch_requests);
   });
   drop_cancelled();
   std::vector<Item> batch;
   if (queue_.empty()) return batch;
   batch = take_from_lane(queue_.front().lane, options_.max_tokens, /*first_regardless=*/true);
-  last_batch_requests_ = count_requests(batch, [](const Item&) { return true; });
+  last_batch_requests = count_requests(batch, [](const Item&) { return true; });
   return batch;
 }
 
@@ -268,7 +272,8 @@ void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch
       Item item = in_flight.take(sentence.tag);
       deliver(item, &sentence.result, nullptr);
     }
-    auto joining = take_joiners(lane, stream);
+    std::vector<Item> joining;
+    if (options_.join_running) joining = take_joiners(lane, stream);
     joined = joining.size();
     begin = std::chrono::steady_clock::now();
     if (!joining.empty() && !start_in(stream, std::move(joining), in_flight)) return;

@@ -60,6 +60,7 @@ struct BatchingOptions {
   int64_t max_tokens = 6000;                   // source tokens (with eos) taken into one batch
   std::chrono::microseconds batch_wait{5000};  // the longest a batch waits to fill
   int64_t max_queue_sentences = 10000;         // sentences waiting at most; more is QueueFull
+  bool join_running = false;                   // sentences queued meanwhile join a running batch (continuous batching)
 };
 
 /// What the decoding thread reports (for /metrics): a whole batch, or one step of a running one.
@@ -93,8 +94,9 @@ class DecodeStream {
 /// Batching across requests: requests queue their sentences; the decoding thread (the one in run())
 /// takes the oldest sentence's lane and as many queued sentences of that lane as fit in
 /// max_tokens, decodes them together, and hands each request its results as soon as its last
-/// sentence is done. Where the lane can (OpenStream), the batch keeps running: sentences of the
-/// lane queued meanwhile join it at the next step, within max_tokens, and each leaves when done. A batch
+/// sentence is done: where the lane can (OpenStream), step by step as sentences finish, else when
+/// the batch ends. With join_running, the batch keeps running: sentences of the lane queued
+/// meanwhile join it at the next step, within max_tokens, and each leaves when done. A batch
 /// waits (up to batch_wait after its oldest sentence arrived) only while other requests are
 /// arriving (announced with Arrival) or fewer requests are queued than the last batch held (under
 /// concurrent load, its clients are about to send again), so a lone client never pays for it.
@@ -147,7 +149,8 @@ class BatchingQueue {
     std::chrono::steady_clock::time_point arrived;
   };
 
-  std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock);
+  /// `last_batch_requests`: distinct requests in the calling thread's previous batch (updated).
+  std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock, size_t& last_batch_requests);
   /// Queued sentences of `lane`, oldest first, while they fit in `tokens` (the first one
   /// regardless, with first_regardless: a sentence longer than a batch still gets decoded).
   std::vector<Item> take_from_lane(size_t lane, int64_t tokens, bool first_regardless);
@@ -174,7 +177,6 @@ class BatchingQueue {
   std::condition_variable changed_;
   std::deque<Item> queue_;
   int arriving_ = 0;
-  size_t last_batch_requests_ = 0;  // distinct requests in the batch taken last
   bool stopping_ = false;
 };
 

@@ -65,6 +65,12 @@ std::string status_message(int status, size_t max_body_bytes) {
   }
 }
 
+BatchingOptions batching_options(const ServeOptions& options) {
+  BatchingOptions batching = options.batching;
+  batching.join_running = options.continuous_batching;
+  return batching;
+}
+
 }  // namespace
 
 TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& options)
@@ -74,10 +80,9 @@ TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& o
           [&models](size_t lane, std::vector<std::vector<int64_t>> sources, const std::vector<bool>& alignment) {
             return models.decode(lane, std::move(sources), alignment);
           },
-          options.batching, [this](const BatchReport& report) { metrics_.batch_decoded(report); },
-          options.continuous_batching
-              ? BatchingQueue::OpenStream([&models](size_t lane) { return models.open_stream(lane); })
-              : BatchingQueue::OpenStream()),
+          batching_options(options), [this](const BatchReport& report) { metrics_.batch_decoded(report); },
+          // Running batches answer each sentence as it finishes, joined by others or not.
+          [&models](size_t lane) { return models.open_stream(lane); }),
       api_(models, queue_, metrics_, options.limits),
       http_(std::make_unique<httplib::Server>()) {
   const int threads = options_.http_threads;

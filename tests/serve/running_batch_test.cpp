@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@ class ScriptedStreams {
     }
     std::vector<Finished> step() override {
       owner_.gate_.pass();
+      if (steps_ >= owner_.hold_from_) owner_.held_.pass();
       ++steps_;
       std::vector<Finished> done;
       for (auto it = live_.begin(); it != live_.end();) {
@@ -77,6 +79,12 @@ class ScriptedStreams {
   void close() { gate_.close(); }
   void open() { gate_.open(); }
   void fail() { fail_ = true; }
+  /// Steps after the first `steps` of a stream wait until release().
+  void hold_after(size_t steps) {
+    hold_from_ = steps;
+    held_.close();
+  }
+  void release() { held_.open(); }
   /// Waits until `count` adds have reached a stream.
   void wait_for_adds(size_t count) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -94,6 +102,8 @@ class ScriptedStreams {
     changed_.notify_all();
   }
   testing::Gate gate_;
+  testing::Gate held_;
+  std::atomic<size_t> hold_from_{SIZE_MAX};
   std::mutex mutex_;
   std::condition_variable changed_;
   std::atomic<bool> fail_{false};
@@ -102,8 +112,13 @@ class ScriptedStreams {
 
 class RunningBatchTest : public ::testing::Test {
  protected:
+  static BatchingOptions joining() {
+    BatchingOptions options;
+    options.join_running = true;
+    return options;
+  }
   /// Lane 2 cannot run a batch that others join: it decodes whole batches (counted).
-  void start(BatchingOptions options = {}) {
+  void start(BatchingOptions options = joining()) {
     queue_ = std::make_unique<BatchingQueue>(
         [this](size_t /*lane*/, std::vector<std::vector<int64_t>> sources, const std::vector<bool>&) {
           ++whole_batches_;
@@ -117,6 +132,7 @@ class RunningBatchTest : public ::testing::Test {
   }
   void TearDown() override {
     streams_.open();
+    streams_.release();
     if (queue_) queue_->finish();
     if (thread_.joinable()) thread_.join();
   }
@@ -156,8 +172,35 @@ TEST_F(RunningBatchTest, SentencesQueuedDuringABatchJoinItAndLeaveWhenDone) {
   EXPECT_EQ(reports_[2].running, 1U);
 }
 
-TEST_F(RunningBatchTest, ARunningBatchHoldsAtMostMaxTokens) {
+// Without joining, a batch runs alone, yet each request is answered when its sentences are done:
+// the short request comes back while the long one's batch is held at its second step.
+TEST_F(RunningBatchTest, WithoutJoiningEachRequestIsAnsweredWhenItsSentencesAreDone) {
   BatchingOptions options;
+  options.batch_wait = std::chrono::hours(1);
+  start(options);
+  streams_.hold_after(1);
+  const std::vector<std::vector<int64_t>> long_one = {{1, 1, 1}};
+  const std::vector<std::vector<int64_t>> short_one = {{2}};
+  std::shared_ptr<PendingJob> first, second;
+  {
+    BatchingQueue::Arrival arriving(*queue_);  // the batch waits for both
+    first = queue_->submit(job(0, long_one));
+    second = queue_->submit(job(0, short_one));
+  }
+  ASSERT_TRUE(second->wait_until(Clock::now() + std::chrono::seconds(60))) << "answered only when the batch ended";
+  EXPECT_EQ(second->results()[0].translation.source_ids, short_one[0]);
+  auto third = queue_->submit(job(0, {{3}}));  // queued while the batch runs: it must not join
+  streams_.release();
+  queue_->finish();  // the third's batch would wait an hour for company otherwise
+  expect_echo(*first, long_one);
+  expect_echo(*third, {{3}});
+  thread_.join();
+  EXPECT_EQ(streams_.adds(), (std::vector<ScriptedStreams::Add>{{0, 2, 0}, {0, 1, 0}}));
+  EXPECT_EQ(whole_batches_, 0);
+}
+
+TEST_F(RunningBatchTest, ARunningBatchHoldsAtMostMaxTokens) {
+  BatchingOptions options = joining();
   options.max_tokens = 8;
   start(options);
   streams_.close();
