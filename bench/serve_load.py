@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A bounded load generator for `tfm serve`, loopback only: CLIENTS concurrent clients, each on one
 keep-alive connection, send one sentence per request (LibreTranslate's POST /translate) in a loop
-for SECONDS, cycling through the lines of SOURCE. Prints one JSON line: sentences/s, p50/p99
-latency in ms, statuses, errors, and how many answers exceeded the request timeout.
+for SECONDS, cycling through the lines of SOURCE. A client refused with 503 waits as its
+Retry-After says before the next request. Prints one JSON line: sentences/s, p50/p99 latency in
+ms, statuses, errors, and how many answers exceeded the request timeout.
 
 usage: serve_load.py PORT SOURCE CLIENTS SECONDS [--requests N] [--timeout S] [--source-lang en --target-lang de]
 (--requests N: each client stops after N requests, from the first line of SOURCE, or at SECONDS.)
@@ -21,7 +22,7 @@ async def request(reader, writer, body):
     if not status_line:
         raise ConnectionError("closed by the server")
     status = int(status_line.split()[1])
-    length, close = 0, False
+    length, close, retry_after = 0, False, 0.0
     while True:
         line = await reader.readline()
         if line in (b"\r\n", b""):
@@ -31,8 +32,10 @@ async def request(reader, writer, body):
             length = int(value)
         elif name.strip().lower() == "connection" and value.strip().lower() == "close":
             close = True
+        elif name.strip().lower() == "retry-after":
+            retry_after = float(value)
     await reader.readexactly(length)
-    return status, close
+    return status, close, retry_after
 
 
 async def client(args, lines, offset, deadline, results):
@@ -44,7 +47,7 @@ async def client(args, lines, offset, deadline, results):
         n += 1
         start = time.monotonic()
         try:
-            status, close = await asyncio.wait_for(request(reader, writer, body), args.timeout + 30)
+            status, close, retry_after = await asyncio.wait_for(request(reader, writer, body), args.timeout + 30)
         except Exception as error:  # noqa: BLE001 - counted, then a fresh connection
             results["errors"].append(type(error).__name__)
             writer.close()
@@ -56,6 +59,10 @@ async def client(args, lines, offset, deadline, results):
             results["latencies"].append(elapsed)
         if elapsed > args.timeout:
             results["late"] += 1
+        if status == 503 and retry_after > 0:
+            # A well-behaved client waits as told: retrying at once only measures how fast the
+            # server and this generator can trade refusals, on the cores decoding needs.
+            await asyncio.sleep(min(retry_after, max(0.0, deadline - time.monotonic())))
         if close:
             writer.close()
             reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
