@@ -31,7 +31,8 @@ TEST(OneDnnCache, WidensForServingUnlessTheUserChoseACapacity) {
   unsetenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY");
   bound_onednn_primitive_cache();
   widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
-  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")), std::to_string(kServingPrimitiveCacheCapacity));
+  EXPECT_EQ(std::string(std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")),
+            std::to_string(kServingPrimitiveCacheCapacity));
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7", 1);
   bound_onednn_primitive_cache();
   widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
