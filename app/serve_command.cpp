@@ -173,7 +173,7 @@ void add_serve_command(CLI::App& app, CommandAction& action) {
                   "Decoding threads, each taking batches of its own and --threads / N cores (2 on 2 cores: "
                   "higher throughput under concurrent load)")
       ->capture_default_str();
-  cmd->add_flag("--continuous-batching", o.server.continuous_batching,
+  cmd->add_flag("--continuous-batching", o.server.batching.join_running,
                 "Sentences of new requests join the running batch between its steps instead of waiting "
                 "for it to end (slower on the CPU so far: BENCHMARKS.md)");
   cmd->add_option("--http-threads", o.server.http_threads,

@@ -19,7 +19,6 @@ std::atomic<bool> pad_rows{false};
 }  // namespace
 
 void PackedWeight::set_row_padding(bool pad) { pad_rows = pad; }
-bool PackedWeight::row_padding() { return pad_rows; }
 
 int64_t PackedWeight::padded_rows(int64_t rows) {
   if (rows <= 4) return rows;

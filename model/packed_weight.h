@@ -23,7 +23,6 @@ class PackedWeight {
   /// ~2 per step. `tfm serve` turns it on (with a wider primitive cache): its batches are small. At
   /// file mode's large batches the padding costs more than it saves (BENCHMARKS.md).
   static void set_row_padding(bool pad);
-  static bool row_padding();
   /// Rows a product of `rows` rows is padded to: exact up to 4, then a multiple of 4 up to 16, then
   /// four steps per doubling (20, 24, 28, 32, 40, 48, ...): at most a quarter more rows.
   static int64_t padded_rows(int64_t rows);

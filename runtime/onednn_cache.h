@@ -13,7 +13,7 @@ constexpr int kOneDnnPrimitiveCacheCapacity = 64;
 void bound_onednn_primitive_cache();
 
 /// oneDNN primitives `tfm serve` caches: with its products padded to a few row counts
-/// (PackedWeight::pad_rows), ~20 row counts x 5 weight shapes, and every miss a JIT compile.
+/// (PackedWeight::set_row_padding), ~20 row counts x 5 weight shapes, and every miss a JIT compile.
 constexpr int kServingPrimitiveCacheCapacity = 256;
 
 /// Sets oneDNN's cache to `capacity` primitives unless the user set ONEDNN_PRIMITIVE_CACHE_CAPACITY.

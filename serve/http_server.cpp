@@ -65,12 +65,6 @@ std::string status_message(int status, size_t max_body_bytes) {
   }
 }
 
-BatchingOptions batching_options(const ServeOptions& options) {
-  BatchingOptions batching = options.batching;
-  batching.join_running = options.continuous_batching;
-  return batching;
-}
-
 }  // namespace
 
 TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& options)
@@ -80,7 +74,7 @@ TranslationServer::TranslationServer(ServedModels& models, const ServeOptions& o
           [&models](size_t lane, std::vector<std::vector<int64_t>> sources, const std::vector<bool>& alignment) {
             return models.decode(lane, std::move(sources), alignment);
           },
-          batching_options(options), [this](const BatchReport& report) { metrics_.batch_decoded(report); },
+          options.batching, [this](const BatchReport& report) { metrics_.batch_decoded(report); },
           // Running batches answer each sentence as it finishes, joined by others or not.
           [&models](size_t lane) { return models.open_stream(lane); }),
       api_(models, queue_, metrics_, options.limits),

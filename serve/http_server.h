@@ -23,7 +23,6 @@ struct ServeOptions {
   int http_threads = 128;                // connections served at once; each waits on its request, not on a core
   std::chrono::seconds read_timeout{5};  // a client silent this long mid-request loses its connection
   int workers = 1;                       // decoding threads, each taking its own batches (the caller divides the cores)
-  bool continuous_batching = false;      // sentences join running batches (BatchingOptions::join_running)
   ApiLimits limits;
   BatchingOptions batching;
 };
