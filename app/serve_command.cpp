@@ -16,9 +16,9 @@
 #include "model/packed_weight.h"
 #include "runtime/allocator.h"
 #include "runtime/onednn_cache.h"
-#include "runtime/threads.h"
 #include "serve/http_server.h"
 #include "serve/served_models.h"
+#include "serve/worker_cores.h"
 
 namespace tfm {
 namespace {
@@ -76,7 +76,7 @@ void validate(const ServeCommandOptions& o) {
   }
   if (o.server.http_threads < 1) throw std::invalid_argument("--http-threads must be >= 1");
   if (o.read_timeout < 1) throw std::invalid_argument("--read-timeout must be >= 1 second");
-  if (o.server.workers < 1) throw std::invalid_argument("--workers must be >= 1");
+  if (o.server.workers < 0) throw std::invalid_argument("--workers must be >= 0 (0: one per core)");
   if (o.server.limits.max_beam < 1) throw std::invalid_argument("--max-beam must be >= 1");
 }
 
@@ -91,11 +91,14 @@ void run_serve(ServeCommandOptions o) {
   o.server.batching.max_queue_sentences = o.max_queue_sentences;
   o.server.limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   o.server.read_timeout = std::chrono::seconds(o.read_timeout);
+  o.server.cores = at::get_num_threads();  // --threads, all cores by default
+  if (o.server.workers == 0) o.server.workers = o.server.cores;
   if (o.server.workers > 1) {
-    // The cores --threads gave decoding are shared out: small batches leave a second thread of one
-    // batch idle at every step, while two batches on a thread each keep both cores busy.
-    const int threads = configure_threads(std::max(1, at::get_num_threads() / o.server.workers));
-    spdlog::info("decoding: {} workers x {} thread{}", o.server.workers, threads, threads == 1 ? "" : "s");
+    // Small batches leave a second thread of one batch idle at every step, while two batches on a
+    // thread each keep both cores busy; a lone request still has every core (WorkerCores).
+    const WorkerCores cores(o.server.cores, o.server.workers);
+    spdlog::info("decoding: {} workers x {} thread{}; the main one on {} while the others idle", o.server.workers,
+                 cores.helper_threads(), cores.helper_threads() == 1 ? "" : "s", cores.main_threads_alone());
   }
   // Before anything is loaded: oneDNN sizes its cache at its first primitive.
   widen_onednn_primitive_cache(kServingPrimitiveCacheCapacity);
@@ -169,9 +172,11 @@ void add_serve_command(CLI::App& app, CommandAction& action) {
                   "Seconds a client may stay silent mid-request (or idle between requests) before its "
                   "connection is closed")
       ->capture_default_str();
+  o.server.workers = 0;  // one per core
   cmd->add_option("--workers", o.server.workers,
-                  "Decoding threads, each taking batches of its own and --threads / N cores (2 on 2 cores: "
-                  "higher throughput under concurrent load)")
+                  "Decoding threads, each taking batches of its own and --threads / N cores; 0: one per core "
+                  "(under concurrent load small batches keep a core each busy, and a lone request still "
+                  "decodes on every core)")
       ->capture_default_str();
   cmd->add_flag("--continuous-batching", o.server.batching.join_running,
                 "Sentences of new requests join the running batch between its steps instead of waiting "

@@ -109,13 +109,46 @@ int64_t BatchingQueue::lane_tokens(size_t lane) const {
   return tokens;
 }
 
-void BatchingQueue::run() {
+void BatchingQueue::run() { decode_batches(/*helper=*/false); }
+
+void BatchingQueue::run_helper() { decode_batches(/*helper=*/true); }
+
+void BatchingQueue::share_cores(std::function<void(size_t busy_helpers)> main_cores) {
+  main_cores_ = std::move(main_cores);
+}
+
+void BatchingQueue::fit_cores(bool main, bool batch_start) {
+  if (!main || !main_cores_) return;
+  // Cores are taken only at a batch's start, and only when no other request is about (a helper
+  // would take it at once), and given back as helpers start: widening into every gap between a
+  // helper's batches cost 3-7% of the sentences a second at 32 clients (BENCHMARKS.md).
+  const size_t busy = busy_helpers_.load();
+  const size_t assumed = batch_start ? std::max(busy, main_start_busy_) : busy;
+  if (batch_start || assumed > main_cores_busy_) {
+    main_cores_(assumed);
+    main_cores_busy_ = assumed;
+  }
+}
+
+void BatchingQueue::main_done(bool main) {
+  if (!main) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    main_busy_ = false;
+  }
+}
+
+void BatchingQueue::decode_batches(bool helper) {
+  if (helper) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++helpers_;
+  }
   // Each decoding thread waits for as many requests as its own last batch held: with several
   // threads, another's large batch says nothing about who will come back to this one.
   size_t last_batch_requests = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && (!helper || main_busy_)); });
     drop_cancelled();
     if (queue_.empty()) {
       if (stopping_) return;  // everything queued has been decoded
@@ -123,7 +156,15 @@ void BatchingQueue::run() {
     }
     auto batch = take_batch(lock, last_batch_requests);
     if (batch.empty()) continue;
+    if (helper) {
+      ++busy_helpers_;
+    } else {
+      main_busy_ = true;
+      // Requests still queued or being read will go to the helpers: count them all as busy.
+      main_start_busy_ = !queue_.empty() || arriving_ > 0 ? helpers_ : 0;
+    }
     lock.unlock();
+    if (!helper) changed_.notify_all();  // helpers may take what did not fit in this batch
     std::unique_ptr<DecodeStream> stream;
     if (open_stream_) {
       try {
@@ -132,11 +173,16 @@ void BatchingQueue::run() {
       }
     }
     if (stream) {
-      decode_running(*stream, std::move(batch));
+      decode_running(*stream, std::move(batch), !helper);
     } else {
-      decode(std::move(batch));
+      decode(std::move(batch), !helper);
     }
     lock.lock();
+    if (helper) {
+      --busy_helpers_;
+    } else {
+      main_busy_ = false;
+    }
   }
 }
 
@@ -250,15 +296,17 @@ std::vector<BatchingQueue::Item> BatchingQueue::take_joiners(size_t lane, const 
   return take_from_lane(lane, options_.max_tokens - stream.source_tokens(), /*first_regardless=*/false);
 }
 
-void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch) {
+void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch, bool main) {
   const size_t lane = batch.front().lane;
   InFlight in_flight;
   size_t joined = batch.size();
   auto begin = std::chrono::steady_clock::now();  // a step's report includes starting its joiners
+  fit_cores(main, /*batch_start=*/true);
   if (!start_in(stream, std::move(batch), in_flight)) return;
   while (stream.sentences() > 0) {
     const size_t running = stream.sentences();
     std::vector<DecodeStream::Finished> finished;
+    fit_cores(main, /*batch_start=*/false);
     try {
       finished = stream.step();
     } catch (...) {
@@ -268,6 +316,9 @@ void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch
     if (observer_) {
       observer_({joined, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(), running});
     }
+    // Free before the last answers leave: a lone client's next request must find the main
+    // thread idle, or a helper (on fewer cores) would take it.
+    if (stream.sentences() == 0) main_done(main);
     for (auto& sentence : finished) {
       Item item = in_flight.take(sentence.tag);
       deliver(item, &sentence.result, nullptr);
@@ -276,11 +327,12 @@ void BatchingQueue::decode_running(DecodeStream& stream, std::vector<Item> batch
     if (options_.join_running) joining = take_joiners(lane, stream);
     joined = joining.size();
     begin = std::chrono::steady_clock::now();
+    if (!joining.empty()) fit_cores(main, /*batch_start=*/false);
     if (!joining.empty() && !start_in(stream, std::move(joining), in_flight)) return;
   }
 }
 
-void BatchingQueue::decode(std::vector<Item> batch) {
+void BatchingQueue::decode(std::vector<Item> batch, bool main) {
   std::vector<std::vector<int64_t>> sources;
   std::vector<bool> alignment;
   for (auto& item : batch) {
@@ -290,6 +342,7 @@ void BatchingQueue::decode(std::vector<Item> batch) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<SentenceResult> results;
   std::exception_ptr error;
+  fit_cores(main, /*batch_start=*/true);
   try {
     results = decode_(batch.front().lane, std::move(sources), alignment);
     if (results.size() != batch.size()) throw std::logic_error("a batch decoded into the wrong number of results");
@@ -299,6 +352,7 @@ void BatchingQueue::decode(std::vector<Item> batch) {
   if (observer_) {
     observer_({batch.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
   }
+  main_done(main);
   for (size_t i = 0; i < batch.size(); ++i) deliver(batch[i], error ? nullptr : &results[i], error);
 }
 

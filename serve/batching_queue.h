@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -135,6 +136,15 @@ class BatchingQueue {
   /// starts them, and a second team on the same cores makes each team stop spinning and sleep
   /// between parallel regions (decoding ran 2.5x slower in a thread of its own).
   void run();
+  /// A helper decoding thread's loop: as run(), but it takes a batch only while run()'s thread is
+  /// decoding one (or to empty the queue at finish()), so a lone request always goes to run()'s
+  /// thread, which then may have every core (share_cores).
+  void run_helper();
+  /// `main_cores(busy_helpers)` runs on run()'s thread before each batch, and before a step when
+  /// more helpers decode than at its last call: it gives run()'s thread the cores the helpers
+  /// leave idle. At a batch's start every helper counts as busy while other requests are queued
+  /// or on their way (a helper is about to take them).
+  void share_cores(std::function<void(size_t busy_helpers)> main_cores);
   /// Lets run() return once the queue is empty; later submits throw QueueFull.
   void finish();
 
@@ -149,15 +159,22 @@ class BatchingQueue {
     std::chrono::steady_clock::time_point arrived;
   };
 
+  /// run() (helper false) and run_helper() (true).
+  void decode_batches(bool helper);
+  /// On run()'s thread (`main`), once its batch has no sentence left to decode: helpers stop taking batches.
+  void main_done(bool main);
+  /// Before run()'s thread (`main`) starts a batch or a step: main_cores_ with the helpers busy
+  /// now, at a batch's start or when more are busy than it was last told.
+  void fit_cores(bool main, bool batch_start);
   /// `last_batch_requests`: distinct requests in the calling thread's previous batch (updated).
   std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock, size_t& last_batch_requests);
   /// Queued sentences of `lane`, oldest first, while they fit in `tokens` (the first one
   /// regardless, with first_regardless: a sentence longer than a batch still gets decoded).
   std::vector<Item> take_from_lane(size_t lane, int64_t tokens, bool first_regardless);
-  void decode(std::vector<Item> batch);
+  void decode(std::vector<Item> batch, bool main);
   /// Decodes `batch` and every sentence of its lane that joins it, until none is left. Called
-  /// and returns with the lock released.
-  void decode_running(DecodeStream& stream, std::vector<Item> batch);
+  /// and returns with the lock released; `main`: on run()'s thread.
+  void decode_running(DecodeStream& stream, std::vector<Item> batch, bool main);
   class InFlight;  // a running batch's sentences by their tags (batching_queue.cpp)
   /// Starts `items` in the running batch; false when that failed (their requests then have the error).
   static bool start_in(DecodeStream& stream, std::vector<Item> items, InFlight& in_flight);
@@ -178,6 +195,12 @@ class BatchingQueue {
   std::deque<Item> queue_;
   int arriving_ = 0;
   bool stopping_ = false;
+  bool main_busy_ = false;               // run()'s thread is decoding a batch
+  std::atomic<size_t> busy_helpers_{0};  // run_helper() threads decoding a batch
+  std::function<void(size_t)> main_cores_;
+  size_t helpers_ = 0;          // run_helper() threads
+  size_t main_start_busy_ = 0;  // helpers counted busy when run()'s thread took its batch
+  size_t main_cores_busy_ = 0;  // busy helpers main_cores_ was last told of (run()'s thread alone)
 };
 
 }  // namespace tfm

@@ -11,7 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
+#include "runtime/threads.h"
 #include "serve/web_page.h"
+#include "serve/worker_cores.h"
 
 namespace tfm {
 namespace {
@@ -119,10 +123,24 @@ void TranslationServer::serve() {
     http_->listen_after_bind();  // returns once stopped and every connection's thread is done
     queue_.finish();
   });
-  std::vector<std::thread> workers;
-  for (int w = 1; w < options_.workers; ++w) workers.emplace_back([this] { queue_.run(); });
-  queue_.run();  // decoding stays on this (the main) thread, and on the workers
-  for (auto& worker : workers) worker.join();
+  const WorkerCores cores(options_.cores, options_.workers);
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < options_.workers; ++w) {
+    helpers.emplace_back([this, &cores] {
+      configure_threads(cores.helper_threads());
+      queue_.run_helper();
+    });
+  }
+  if (options_.workers > 1) {
+    queue_.share_cores([&cores](size_t busy_helpers) {
+      // Unchanged most steps; a change only sets this thread's team size for its next region.
+      const int threads = cores.main_threads(busy_helpers);
+      if (threads != at::get_num_threads()) configure_threads(threads);
+    });
+  }
+  configure_threads(cores.main_threads_alone());
+  queue_.run();  // decoding stays on this (the main) thread, and on the helpers
+  for (auto& helper : helpers) helper.join();
   http.join();
 }
 

@@ -22,7 +22,8 @@ struct ServeOptions {
   size_t max_body_bytes = 1 << 20;
   int http_threads = 128;                // connections served at once; each waits on its request, not on a core
   std::chrono::seconds read_timeout{5};  // a client silent this long mid-request loses its connection
-  int workers = 1;                       // decoding threads, each taking its own batches (the caller divides the cores)
+  int workers = 1;                       // decoding threads, each taking its own batches (>= 1)
+  int cores = 1;                         // decoding threads' cores in all, shared as WorkerCores says
   ApiLimits limits;
   BatchingOptions batching;
 };
@@ -41,7 +42,8 @@ class TranslationServer {
   /// Binds host:port and returns the port; std::runtime_error when it cannot.
   int bind();
   /// Serves until stop(); then answers every request already received and returns. Decodes on
-  /// the calling thread (BatchingQueue::run), and on workers - 1 more: call it from the main thread.
+  /// the calling thread (BatchingQueue::run), and on workers - 1 helpers (run_helper), sharing
+  /// the cores as WorkerCores says: call it from the main thread.
   void serve();
   /// Stops accepting connections (thread-safe; a signal watcher calls it). Connections already open
   /// are served until their clients close them or fall idle (the read timeout).

@@ -95,7 +95,7 @@ TEST_F(BatchingQueueTest, AnswersEveryRequestWithItsOwnSentencesInOrder) {
 
 TEST_F(BatchingQueueTest, TwoDecodingThreadsAnswerEveryRequestWithItsOwnSentences) {
   start();
-  std::thread second([this] { queue_->run(); });  // a second worker beside the fixture's
+  std::thread second([this] { queue_->run_helper(); });  // a helper beside the fixture's main thread
   std::vector<std::thread> clients;
   std::vector<int> correct(8, 0);
   for (int c = 0; c < 8; ++c) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -94,11 +95,17 @@ class ScriptedStreams {
     std::lock_guard<std::mutex> lock(mutex_);
     return adds_;
   }
+  /// The threads that started sentences.
+  std::set<std::thread::id> threads() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_;
+  }
 
  private:
   void record(const Add& add) {
     std::lock_guard<std::mutex> lock(mutex_);
     adds_.push_back(add);
+    threads_.insert(std::this_thread::get_id());
     changed_.notify_all();
   }
   testing::Gate gate_;
@@ -108,6 +115,7 @@ class ScriptedStreams {
   std::condition_variable changed_;
   std::atomic<bool> fail_{false};
   std::vector<Add> adds_;
+  std::set<std::thread::id> threads_;
 };
 
 class RunningBatchTest : public ::testing::Test {
@@ -197,6 +205,19 @@ TEST_F(RunningBatchTest, WithoutJoiningEachRequestIsAnsweredWhenItsSentencesAreD
   thread_.join();
   EXPECT_EQ(streams_.adds(), (std::vector<ScriptedStreams::Add>{{0, 2, 0}, {0, 1, 0}}));
   EXPECT_EQ(whole_batches_, 0);
+}
+
+// A lone client sends its next request the moment its answer arrives, from within the batch's
+// last step: the main thread must count as free by then, or a helper would take the request.
+TEST_F(RunningBatchTest, ALoneClientsRequestsAllGoToTheMainThreadBesideAHelper) {
+  start(BatchingOptions{});
+  std::thread helper([this] { queue_->run_helper(); });
+  for (int64_t r = 0; r < 50; ++r) expect_echo(*queue_->submit(job(0, {{r, r}})), {{r, r}});
+  queue_->finish();
+  thread_.join();
+  helper.join();
+  EXPECT_EQ(streams_.threads().size(), 1U);
+  EXPECT_EQ(streams_.adds().size(), 50U);
 }
 
 TEST_F(RunningBatchTest, ARunningBatchHoldsAtMostMaxTokens) {
