@@ -11,7 +11,7 @@
 # The load generator shares the machine's cores with the server: its own CPU is part of the figures.
 #   bench/serve.sh TFM MODEL [SECONDS=30] [SOAK=300]
 #   DTYPE=auto|float32|bfloat16 (default auto); TFM_FLAGS: more decoding flags, each as --flag=value
-#   (default "--lenpen=0.6"); SERVE_FLAGS: flags for the server alone (e.g. "--workers 2").
+#   (default "--lenpen=0.6"); SERVE_FLAGS: flags for the server alone (e.g. "--workers 1").
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL [SECONDS] [SOAK]}
 model=${2:?model file}
