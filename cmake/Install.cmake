@@ -23,7 +23,7 @@ foreach(layer ${TFM_LIBRARY_LAYERS})
   list(APPEND TFM_INSTALLED_TARGETS tfm_${layer})
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tfm/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tfm)
-install(TARGETS ${TFM_INSTALLED_TARGETS} tfm_library tfm_libtorch EXPORT tfmTargets
+install(TARGETS ${TFM_INSTALLED_TARGETS} tfm_library tfm_libtorch tfm_libxsmm EXPORT tfmTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tfm)
 install(EXPORT tfmTargets NAMESPACE tfm:: DESTINATION ${TFM_PACKAGE_DIR})

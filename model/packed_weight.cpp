@@ -9,6 +9,8 @@
 #include <ATen/core/stack.h>
 #include <torch/torch.h>
 
+#include "model/small_rows_product.h"
+
 namespace tfm {
 namespace {
 
@@ -42,6 +44,7 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
   torch::jit::Stack stack{weight.detach().contiguous(), std::optional<int64_t>()};
   reorder.callBoxed(&stack);
   packed_ = stack[0].toTensor();
+  if (SmallRowsProduct::supported(weight)) small_rows_ = std::make_shared<const SmallRowsProduct>(weight);
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
@@ -50,6 +53,12 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   if (bias.defined()) maybe_bias = bias;
   auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
   const int64_t m = rows.size(0);
+  auto sizes = x.sizes().vec();
+  sizes.back() = out_features_;
+  if (small_rows_ && m <= SmallRowsProduct::kMaxRows && rows.scalar_type() == torch::kBFloat16 &&
+      (!bias.defined() || bias.scalar_type() == torch::kBFloat16)) {
+    return small_rows_->linear(rows, bias, relu).view(sizes);
+  }
   const int64_t padded = pad_rows ? padded_rows(m) : m;
   if (padded != m) {
     // Each output row reads only its own input row, so the zero rows change nothing but the shape.
@@ -64,8 +73,6 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
                           c10::List<std::optional<c10::Scalar>>(),
                           std::optional<std::string>("")};
   linear_pointwise.callBoxed(&stack);
-  auto sizes = x.sizes().vec();
-  sizes.back() = out_features_;
   return stack[0].toTensor().narrow(0, 0, m).view(sizes);  // [M', out] -> [..., out]
 }
 

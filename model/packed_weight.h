@@ -1,9 +1,12 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include <torch/types.h>
 
 namespace tfm {
+
+class SmallRowsProduct;
 
 /// A linear layer's weight laid out once in oneDNN's blocked format for CPU inference
 /// (mkldnn::_reorder_linear_weight), so that each product (mkldnn::_linear_pointwise) skips the
@@ -29,12 +32,16 @@ class PackedWeight {
 
   bool defined() const { return packed_.defined(); }
   /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]; with `relu`, max(0, x W^T + b)
-  /// applied by oneDNN before the result is stored (the same bits as a separate ReLU).
+  /// applied before the result is stored (the same bits as a separate ReLU). In bfloat16, a few
+  /// rows go through SmallRowsProduct instead of oneDNN.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}, bool relu = false) const;
 
  private:
   torch::Tensor packed_;
   int64_t out_features_ = 0;
+  // bfloat16 products of up to SmallRowsProduct::kMaxRows rows, where the CPU has its kernels;
+  // shared by copies, like packed_.
+  std::shared_ptr<const SmallRowsProduct> small_rows_;
 };
 
 }  // namespace tfm

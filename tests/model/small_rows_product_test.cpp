@@ -1,0 +1,77 @@
+#include "model/small_rows_product.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/packed_weight.h"
+#include "tests/tensor_assert.h"
+
+namespace tfm {
+namespace {
+
+/// The product of bfloat16 inputs in float64, with the bias and ReLU, as the kernel should round it.
+torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
+  auto y = torch::nn::functional::linear(x.to(torch::kDouble), weight.to(torch::kDouble),
+                                         bias.defined() ? bias.to(torch::kDouble) : torch::Tensor());
+  return relu ? y.relu() : y;
+}
+
+// Shapes around the kernel's 64-output blocks (a narrower last block, one block, a single output)
+// and every row count it takes; the reference is LibTorch's linear in float64. The kernel sums in
+// float32 and rounds once to bfloat16, so it is within one bfloat16 step of the exact value.
+TEST(SmallRowsProduct, ComputesTheLinearMapForEveryRowCountAndWidth) {
+  torch::manual_seed(5);
+  if (!SmallRowsProduct::supported(torch::zeros({2, 2}, torch::kBFloat16))) {
+    GTEST_SKIP() << "this CPU has no native bfloat16 (AVX512-BF16): PackedWeight uses oneDNN alone";
+  }
+  for (const auto& [out, in] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {64, 32}, {65, 256}, {200, 18}, {1000, 64}}) {
+    const auto weight = torch::randn({out, in}).to(torch::kBFloat16);
+    const auto bias = torch::randn({out}).to(torch::kBFloat16);
+    const SmallRowsProduct product(weight);
+    for (int64_t rows = 1; rows <= SmallRowsProduct::kMaxRows; rows += (rows < 8 ? 1 : 7)) {
+      const auto x = torch::randn({rows, in}).to(torch::kBFloat16);
+      for (const bool relu : {false, true}) {
+        for (const auto& b : {bias, torch::Tensor()}) {
+          const auto expected = reference(x, weight, b, relu);
+          const auto got = product.linear(x, b, relu);
+          ASSERT_EQ(got.sizes(), expected.sizes());
+          ASSERT_EQ(got.scalar_type(), torch::kBFloat16);
+          // One bfloat16 step of the result (8 bits), plus float32 summation error.
+          const auto tolerance = expected.abs() * (1.0 / 128) + 1e-3;
+          const auto error = (got.to(torch::kDouble) - expected).abs();
+          EXPECT_TRUE((error <= tolerance).all().item<bool>()) << out << " x " << in << ", " << rows << " rows, relu "
+                                                               << relu << ": max error " << error.max().item<double>();
+        }
+      }
+    }
+  }
+}
+
+// PackedWeight takes it for a few bfloat16 rows and oneDNN beyond: both agree within rounding.
+TEST(SmallRowsProduct, PackedWeightAgreesAcrossTheRowCountWhereItChangesKernels) {
+  torch::manual_seed(6);
+  const auto weight = torch::randn({300, 128}).to(torch::kBFloat16);
+  const auto bias = torch::randn({300}).to(torch::kBFloat16);
+  const PackedWeight packed(weight);
+  for (const int64_t rows :
+       {SmallRowsProduct::kMaxRows - 1, SmallRowsProduct::kMaxRows, SmallRowsProduct::kMaxRows + 1}) {
+    const auto x = torch::randn({rows, 128}).to(torch::kBFloat16);
+    const auto expected = reference(x, weight, bias, true);
+    const auto got = packed.linear(x, bias, /*relu=*/true).to(torch::kDouble);
+    EXPECT_TRUE(((got - expected).abs() <= expected.abs() * (1.0 / 128) + 1e-3).all().item<bool>()) << rows << " rows";
+  }
+}
+
+TEST(SmallRowsProduct, RefusesWhatItCannotMultiply) {
+  EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 3}, torch::kBFloat16)));  // odd inputs
+  EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 4})));                    // float32
+  if (!SmallRowsProduct::supported(torch::zeros({4, 4}, torch::kBFloat16))) GTEST_SKIP() << "no native bfloat16";
+  const SmallRowsProduct product(torch::zeros({4, 4}, torch::kBFloat16));
+  EXPECT_THROW(product.linear(torch::zeros({SmallRowsProduct::kMaxRows + 1, 4}, torch::kBFloat16), {}, false),
+               c10::Error);
+  EXPECT_THROW(product.linear(torch::zeros({2, 6}, torch::kBFloat16), {}, false), c10::Error);
+}
+
+}  // namespace
+}  // namespace tfm
