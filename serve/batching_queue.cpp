@@ -54,12 +54,13 @@ BatchingQueue::Arrival::Arrival(BatchingQueue& queue) : queue_(queue) {
 BatchingQueue::Arrival::~Arrival() {
   {
     std::lock_guard<std::mutex> lock(queue_.mutex_);
+    if (ended_) return;
     --queue_.arriving_;
   }
   queue_.changed_.notify_all();
 }
 
-std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job) {
+std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arrival) {
   auto pending = std::make_shared<PendingJob>(job.sources.size());
   const auto now = std::chrono::steady_clock::now();
   {
@@ -72,6 +73,10 @@ std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job) {
     for (size_t i = 0; i < job.sources.size(); ++i) {
       const auto tokens = static_cast<int64_t>(job.sources[i].size()) + 1;
       queue_.push_back({pending, i, job.lane, tokens, job.alignment, std::move(job.sources[i]), now});
+    }
+    if (arrival != nullptr && !arrival->ended_) {
+      arrival->ended_ = true;
+      --arriving_;
     }
   }
   changed_.notify_all();

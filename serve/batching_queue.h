@@ -124,11 +124,15 @@ class BatchingQueue {
     Arrival& operator=(const Arrival&) = delete;
 
    private:
+    friend class BatchingQueue;
     BatchingQueue& queue_;
+    bool ended_ = false;  // submit() ended it along with queueing the request
   };
 
   /// Queues `job`'s sentences. Throws QueueFull when they do not fit within max_queue_sentences.
-  std::shared_ptr<PendingJob> submit(DecodeJob job);
+  /// `arrival`, the request's own, ends in the same step: the decoding thread then finds the
+  /// request queued and no longer on its way, and starts at once instead of waking twice.
+  std::shared_ptr<PendingJob> submit(DecodeJob job, Arrival* arrival = nullptr);
   /// Sentences queued and not yet taken into a batch.
   size_t queued_sentences() const;
   /// Decodes batches on the calling thread until finish() was called and nothing is queued. The

@@ -45,7 +45,7 @@ std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t la
   for (const auto& sentence : sentences) job.sources.push_back(tokenizer.encode(sentence));
   std::shared_ptr<PendingJob> pending;
   try {
-    pending = queue_.submit(std::move(job));
+    pending = queue_.submit(std::move(job), arrival ? &*arrival : nullptr);
   } catch (const QueueFull& full) {
     throw ApiError(503, std::string(full.what()) + "; try again shortly", 1);
   }

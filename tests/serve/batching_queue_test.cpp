@@ -202,6 +202,17 @@ TEST_F(BatchingQueueTest, AfterABatchOfSeveralRequestsTheNextWaitsForAsMany) {
   EXPECT_EQ(decoder_.batches(), (std::vector<std::pair<size_t, size_t>>{{0, 1}, {0, 3}, {0, 3}}));
 }
 
+// The request's own Arrival ends as it is queued: a lone request is decoded at once, even while
+// its handler has not yet let go of the Arrival (the batch would otherwise wait for it).
+TEST_F(BatchingQueueTest, SubmittingEndsTheRequestsOwnArrival) {
+  BatchingOptions options;
+  options.batch_wait = std::chrono::hours(1);
+  start(options);
+  BatchingQueue::Arrival arrival(*queue_);
+  auto pending = queue_->submit(job(0, {{1}}), &arrival);
+  EXPECT_TRUE(pending->wait_until(Clock::now() + std::chrono::seconds(60)));
+}
+
 TEST_F(BatchingQueueTest, ARequestPastItsDeadlineIsNotDecoded) {
   start();
   decoder_.close();
