@@ -1,24 +1,40 @@
 #include "model/small_rows_product.h"
 
-#include <libxsmm.h>
-
 #include <algorithm>
-#include <mutex>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "runtime/vector_clones.h"
 
+#if TFM_HAVE_LIBXSMM
+#include <libxsmm.h>
+#endif
+
 namespace tfm {
 namespace {
 
 bool cpu_has_bf16_kernels() {
+#if TFM_HAVE_LIBXSMM
   static const bool has = [] {
     libxsmm_init();
     return libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX;
   }();
   return has;
+#else
+  return false;  // built without LIBXSMM: oneDNN takes every product
+#endif
+}
+
+/// acc [rows, kBlock-apart rows] = x [rows, in] times one block of the weight, through `kernel`.
+void run_kernel(void* kernel, const c10::BFloat16* weight_block, const c10::BFloat16* x, float* acc) {
+#if TFM_HAVE_LIBXSMM
+  reinterpret_cast<libxsmm_bsmmfunction>(kernel)(reinterpret_cast<const libxsmm_bfloat16*>(weight_block),
+                                                 reinterpret_cast<const libxsmm_bfloat16*>(x), acc);
+#else
+  (void)kernel, (void)weight_block, (void)x, (void)acc;
+  TORCH_CHECK(false, "SmallRowsProduct: this build has no LIBXSMM");
+#endif
 }
 
 /// out[r, c] = round(relu?(acc[r, c] + bias[c])) for a block of `width` outputs: acc [rows, width]
@@ -63,6 +79,7 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight) : out_(weight.si
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {
   auto& slot = width == kBlock ? full_[rows] : last_[rows];
   if (Kernel known = slot.load(std::memory_order_acquire)) return known;
+#if TFM_HAVE_LIBXSMM
   // Column-major in LIBXSMM's terms: C [width x rows] = A [width x in] (pairs of inputs side by
   // side) x B [in x rows], where B is x and C's columns are rows of a block's results.
   const libxsmm_blasint m = width, n = rows, k = in_, lda = width, ldb = in_, ldc = kBlock;
@@ -73,6 +90,9 @@ SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) c
   TORCH_CHECK(made != nullptr, "LIBXSMM made no bfloat16 kernel for ", rows, " x ", in_, " x ", width);
   slot.store(reinterpret_cast<Kernel>(made), std::memory_order_release);
   return reinterpret_cast<Kernel>(made);
+#else
+  TORCH_CHECK(false, "SmallRowsProduct: this build has no LIBXSMM");
+#endif
 }
 
 torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
@@ -84,8 +104,8 @@ torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tens
               "SmallRowsProduct: the bias must be [", out_, "] bfloat16");
   const auto bias_contiguous = bias.defined() ? bias.contiguous() : bias;
   auto out = torch::empty({rows, out_}, x.options());  // [M, out]
-  const auto* input = reinterpret_cast<const libxsmm_bfloat16*>(x.data_ptr<c10::BFloat16>());
-  const auto* weight = reinterpret_cast<const libxsmm_bfloat16*>(weight_.data_ptr<c10::BFloat16>());
+  const c10::BFloat16* input = x.data_ptr<c10::BFloat16>();
+  const c10::BFloat16* weight = weight_.data_ptr<c10::BFloat16>();
   const c10::BFloat16* b = bias.defined() ? bias_contiguous.data_ptr<c10::BFloat16>() : nullptr;
   c10::BFloat16* result = out.data_ptr<c10::BFloat16>();
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
@@ -94,8 +114,7 @@ torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tens
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
-      const auto run = reinterpret_cast<libxsmm_bsmmfunction>(kernel(rows, width));
-      run(weight + first * in_, input, acc);
+      run_kernel(kernel(rows, width), weight + first * in_, input, acc);
       finish_block(acc, kBlock, b != nullptr ? b + first : nullptr, relu, rows, width, result + first, out_);
     }
   });

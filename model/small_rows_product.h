@@ -13,7 +13,8 @@ namespace tfm {
 /// us against LIBXSMM's 2.3; BENCHMARKS.md), while at hundreds of rows its kernels are twice as
 /// fast: PackedWeight uses this below kMaxRows rows. Accumulates in float32, adds the bias and
 /// applies the ReLU in float32, and rounds once to bfloat16, as oneDNN does; only the order of
-/// the sums differs. Only on CPUs with native bfloat16 (AVX512-BF16); inference only.
+/// the sums differs. Only on CPUs with native bfloat16 (AVX512-BF16), in builds with LIBXSMM
+/// (found by CMake); inference only.
 class SmallRowsProduct {
  public:
   static constexpr int64_t kMaxRows = 32;
