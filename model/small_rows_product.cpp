@@ -109,8 +109,9 @@ torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tens
   const c10::BFloat16* b = bias.defined() ? bias_contiguous.data_ptr<c10::BFloat16>() : nullptr;
   c10::BFloat16* result = out.data_ptr<c10::BFloat16>();
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
-  // 16 blocks (1,024 outputs) a thread at least: smaller products are not worth waking a thread for.
-  at::parallel_for(0, blocks, 16, [&](int64_t begin, int64_t end) {
+  // ~1M multiply-adds a thread at least: smaller shares are not worth waking a thread for.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / (rows * in_ * kBlock));
+  at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);

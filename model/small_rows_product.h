@@ -11,13 +11,13 @@ namespace tfm {
 /// LIBXSMM's JIT kernels (Debian's libxsmm-dev). At 4-32 rows oneDNN spends ~15 us a call building
 /// its primitive descriptor around a product of a few microseconds (a 4 x 256 x 256 product: 17.8
 /// us against LIBXSMM's 2.3; BENCHMARKS.md), while at hundreds of rows its kernels are twice as
-/// fast: PackedWeight uses this below kMaxRows rows. Accumulates in float32, adds the bias and
-/// applies the ReLU in float32, and rounds once to bfloat16, as oneDNN does; only the order of
-/// the sums differs. Only on CPUs with native bfloat16 (AVX512-BF16), in builds with LIBXSMM
-/// (found by CMake); inference only.
+/// fast: PackedWeight uses this up to kMaxRows rows (of 32, 48 and 64, 64 decoded small batches
+/// fastest; BENCHMARKS.md). Accumulates in float32, adds the bias and applies the ReLU in
+/// float32, and rounds once to bfloat16, as oneDNN does; only the order of the sums differs. Only on CPUs with native
+/// bfloat16 (AVX512-BF16), in builds with LIBXSMM (found by CMake); inference only.
 class SmallRowsProduct {
  public:
-  static constexpr int64_t kMaxRows = 32;
+  static constexpr int64_t kMaxRows = 64;
 
   /// Whether the CPU and `weight` ([out, in] bfloat16, in even) allow it.
   static bool supported(const torch::Tensor& weight);
