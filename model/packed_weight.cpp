@@ -49,8 +49,6 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
-  std::optional<torch::Tensor> maybe_bias;
-  if (bias.defined()) maybe_bias = bias;
   auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
   const int64_t m = rows.size(0);
   auto sizes = x.sizes().vec();
@@ -66,6 +64,8 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
     grown.narrow(0, 0, m).copy_(rows);
     rows = grown;
   }
+  std::optional<torch::Tensor> maybe_bias;
+  if (bias.defined()) maybe_bias = bias;
   torch::jit::Stack stack{rows,
                           packed_,
                           maybe_bias,

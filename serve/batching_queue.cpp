@@ -137,10 +137,8 @@ void BatchingQueue::fit_cores(bool main, bool batch_start) {
 
 void BatchingQueue::main_done(bool main) {
   if (!main) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    main_busy_ = false;
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  main_busy_ = false;
 }
 
 void BatchingQueue::decode_batches(bool helper) {
