@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include <ATen/Parallel.h>
 #include <torch/utils.h>
 
 namespace tfm {
@@ -32,6 +33,12 @@ int default_threads() {
 
 int configure_threads(int threads) {
   const int wanted = threads > 0 ? threads : default_threads();
+  // A thread's first parallel loop sets its OpenMP count from the process-wide one that the last
+  // set_num_threads on any thread left, once per library that inlines at::parallel_for (this
+  // binary and LibTorch each keep their own flag). Taking both first steps now keeps the count set
+  // here: else a one-thread `tfm serve` helper could later take two and form a second team.
+  at::internal::lazy_init_num_threads();
+  at::get_num_threads();
   torch::set_num_threads(wanted);
   return torch::get_num_threads();
 }

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <string>
+#include <thread>
 
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
@@ -77,6 +80,30 @@ TEST(Device, CudaWithoutGpuIsAClearError) {
 TEST(Threads, SetsRequestedCountAndDefaultsToAllCores) {
   EXPECT_EQ(configure_threads(1), 1);
   EXPECT_EQ(configure_threads(0), available_cores());
+}
+
+// `tfm serve` gives each decoding thread a count of its own. LibTorch's first parallel loop on a
+// thread used to reset that thread's count to the one another thread set last, so a one-thread
+// helper could start a second OpenMP team and make libgomp sleep between every parallel region.
+TEST(Threads, ACountSetOnAThreadSurvivesOtherThreadsSettingTheirs) {
+  std::promise<void> helper_set;
+  std::promise<void> main_set;
+  int helper_threads = 0;
+  std::thread helper([&] {
+    configure_threads(1);
+    helper_set.set_value();
+    main_set.get_future().wait();
+    at::parallel_for(0, 1 << 16, 1, [](int64_t, int64_t) {});  // this binary's first parallel loop
+    torch::ones({1 << 20}).add_(1);                            // LibTorch's own
+    helper_threads = at::get_num_threads();
+  });
+  helper_set.get_future().wait();
+  configure_threads(2);
+  main_set.set_value();
+  helper.join();
+  EXPECT_EQ(helper_threads, 1);
+  EXPECT_EQ(at::get_num_threads(), 2);
+  configure_threads(0);
 }
 
 TEST(Capabilities, ReportsVersions) {
