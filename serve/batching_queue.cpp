@@ -57,7 +57,7 @@ BatchingQueue::Arrival::~Arrival() {
     if (ended_) return;
     --queue_.arriving_;
   }
-  queue_.changed_.notify_all();
+  queue_.notify_takers();
 }
 
 std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arrival) {
@@ -79,7 +79,7 @@ std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arriva
       --arriving_;
     }
   }
-  changed_.notify_all();
+  notify_takers();
   return pending;
 }
 
@@ -93,7 +93,21 @@ void BatchingQueue::finish() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  main_wake_.notify_all();
+  helpers_wake_.notify_all();
+}
+
+void BatchingQueue::notify_takers() {
+  bool helpers = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    helpers = main_busy_ || helpers_filling_ > 0;
+  }
+  // Helpers sleep through a lone client's requests: each needless wake-up of theirs moved the
+  // main thread's OpenMP team across cores, and after an idle pause its steps then waited on each
+  // other (BENCHMARKS.md).
+  main_wake_.notify_all();
+  if (helpers) helpers_wake_.notify_all();
 }
 
 void BatchingQueue::drop_cancelled() {
@@ -151,13 +165,13 @@ void BatchingQueue::decode_batches(bool helper) {
   size_t last_batch_requests = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && (!helper || main_busy_)); });
+    wake(helper).wait(lock, [&] { return stopping_ || (!queue_.empty() && (!helper || main_busy_)); });
     drop_cancelled();
     if (queue_.empty()) {
       if (stopping_) return;  // everything queued has been decoded
       continue;
     }
-    auto batch = take_batch(lock, last_batch_requests);
+    auto batch = take_batch(lock, helper, last_batch_requests);
     if (batch.empty()) continue;
     if (helper) {
       ++busy_helpers_;
@@ -166,8 +180,9 @@ void BatchingQueue::decode_batches(bool helper) {
       // Requests still queued or being read will go to the helpers: count them all as busy.
       main_start_busy_ = !queue_.empty() || arriving_ > 0 ? helpers_ : 0;
     }
+    const bool has_queued = !queue_.empty();
     lock.unlock();
-    if (!helper) changed_.notify_all();  // helpers may take what did not fit in this batch
+    if (!helper && has_queued) helpers_wake_.notify_all();  // what did not fit in this batch
     std::unique_ptr<DecodeStream> stream;
     if (open_stream_) {
       try {
@@ -193,16 +208,18 @@ size_t BatchingQueue::lane_requests(size_t lane) const {
   return count_requests(queue_, [lane](const Item& item) { return item.lane == lane; });
 }
 
-std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock,
+std::vector<BatchingQueue::Item> BatchingQueue::take_batch(std::unique_lock<std::mutex>& lock, bool helper,
                                                            size_t& last_batch_requests) {
   // Wait for company only where it is on its way: requests being read, or fewer requests queued
   // than the last batch held (its clients, just answered, are sending their next ones). A lone
   // client's last batch held one request: it never waits.
   const size_t first_lane = queue_.front().lane;
-  changed_.wait_until(lock, queue_.front().arrived + options_.batch_wait, [&] {
+  if (helper) ++helpers_filling_;
+  wake(helper).wait_until(lock, queue_.front().arrived + options_.batch_wait, [&] {
     return stopping_ || queue_.empty() || lane_tokens(first_lane) >= options_.max_tokens ||
            (arriving_ == 0 && lane_requests(first_lane) >= last_batch_requests);
   });
+  if (helper) --helpers_filling_;
   drop_cancelled();
   std::vector<Item> batch;
   if (queue_.empty()) return batch;

@@ -171,7 +171,11 @@ class BatchingQueue {
   /// now, at a batch's start or when more are busy than it was last told.
   void fit_cores(bool main, bool batch_start);
   /// `last_batch_requests`: distinct requests in the calling thread's previous batch (updated).
-  std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock, size_t& last_batch_requests);
+  std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock, bool helper, size_t& last_batch_requests);
+  /// Wakes run()'s thread, and the helpers where they may take what is queued now: while run()'s
+  /// thread decodes, or while one of them waits for its batch to fill.
+  void notify_takers();
+  std::condition_variable& wake(bool helper) { return helper ? helpers_wake_ : main_wake_; }
   /// Queued sentences of `lane`, oldest first, while they fit in `tokens` (the first one
   /// regardless, with first_regardless: a sentence longer than a batch still gets decoded).
   std::vector<Item> take_from_lane(size_t lane, int64_t tokens, bool first_regardless);
@@ -195,7 +199,8 @@ class BatchingQueue {
   Observer observer_;
   OpenStream open_stream_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable main_wake_;     // run()'s thread waits on it
+  std::condition_variable helpers_wake_;  // run_helper() threads wait on it
   std::deque<Item> queue_;
   int arriving_ = 0;
   bool stopping_ = false;
@@ -203,6 +208,7 @@ class BatchingQueue {
   std::atomic<size_t> busy_helpers_{0};  // run_helper() threads decoding a batch
   std::function<void(size_t)> main_cores_;
   size_t helpers_ = 0;          // run_helper() threads
+  size_t helpers_filling_ = 0;  // run_helper() threads waiting for their batch to fill
   size_t main_start_busy_ = 0;  // helpers counted busy when run()'s thread took its batch
   size_t main_cores_busy_ = 0;  // busy helpers main_cores_ was last told of (run()'s thread alone)
 };
