@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `tfm serve` under load beside `tfm translate` on the same lines, in one run on this machine:
 #   - file mode: `tfm translate` on test_2016_flickr (1000 lines): sentences/s and peak RSS;
-#   - batch-1 latency, three interleaved rounds: 100 lines one at a time through `tfm translate
-#     --buffer-size 1` (bench/latency.py) and through the server from one client;
+#   - batch-1 latency: 100 lines one at a time through `tfm translate --buffer-size 1` and through
+#     the server from one client, in turns (bench/serve_latency.py), back to back and 50 ms apart;
 #   - the server, one sentence per request (bench/serve_load.py, loopback only) at 1, 8, 32 and
 #     128 concurrent clients for SECONDS each: sentences/s, p50/p99 latency, statuses, errors, and
 #     the server's peak RSS; then 128 clients against a server with a small queue
@@ -56,15 +56,18 @@ stop_server() { kill -TERM "$server"; wait "$server" || true; server=""; }
 peak_rss() { echo $(( $(grep VmHWM "/proc/$server/status" | grep -oE '[0-9]+') / 1024 )); }
 
 echo
-echo "== batch-1 latency, interleaved: the first 100 lines one at a time through tfm translate"
-echo "   (--buffer-size 1, bench/latency.py) and through the server from one client, three rounds"
+echo "== batch-1 latency: 100 lines one at a time through tfm translate --buffer-size 1 and through"
+echo "   the server from one client, in turns (bench/serve_latency.py): back to back, five rounds, and"
+echo "   50 ms after the previous answer, three rounds"
 start_server
-for round in 1 2 3; do
-  file_p50=$(python3 "$here/latency.py" "$tfm" "$model" "$out/test.en" --dtype "$dtype" \
-    $(printf -- '--tfm-flag=%s ' "${extra[@]}"))
-  serve_p50=$(python3 "$here/serve_load.py" "$port" "$out/test.en" 1 600 --requests 100 |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["p50_ms"])')
-  echo "round $round: tfm translate p50 $file_p50 ms, tfm serve p50 $serve_p50 ms ($(python3 -c "print(f'{$serve_p50 / $file_p50:.2f}')")x)"
+tfm_flags=$(printf -- '--tfm-flag=%s ' "${flags[@]}")
+for pause in 0 50; do
+  python3 "$here/serve_latency.py" "$tfm" "$model" "$out/test.en" "$port" --pause-ms "$pause" \
+    --rounds "$([ "$pause" = 0 ] && echo 5 || echo 3)" $tfm_flags | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+pause, translate, serve, ratio = r["pause_ms"], r["translate_p50_ms"], r["serve_p50_ms"], r["ratio"]
+print(f"pause {pause:g} ms: tfm translate p50 {translate} ms, tfm serve p50 {serve} ms; median ratio {ratio:.2f}x")'
 done
 stop_server
 
