@@ -10,23 +10,38 @@ import subprocess
 import time
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def first_lines(path, count):
+    """The first `count` lines of `path`, without their newlines."""
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for _, line in zip(range(count), f)]
+
+
+def start_translate(tfm, model, flags):
+    """`tfm translate --buffer-size 1` reading a pipe that stays open: write a line, read its
+    translation."""
+    return subprocess.Popen([tfm, "translate", "--model", model, "--buffer-size", "1", *flags],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, bufsize=1)
+
+
+def add_translate_arguments(parser):
+    """TFM MODEL SOURCE [--lines N] [--tfm-flag=FLAG ...]: what start_translate() and first_lines() need."""
     parser.add_argument("tfm")
     parser.add_argument("model")
     parser.add_argument("source")
     parser.add_argument("--lines", type=int, default=100)
-    parser.add_argument("--beam", default="4")
-    parser.add_argument("--dtype", default="float32")
     parser.add_argument("--tfm-flag", action="append", default=[],
                         help="extra flag for tfm translate, e.g. --tfm-flag=--quantize=int8 (repeatable)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    add_translate_arguments(parser)
+    parser.add_argument("--beam", default="4")
+    parser.add_argument("--dtype", default="float32")
     args = parser.parse_args()
-    with open(args.source, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for _, line in zip(range(args.lines), f)]
-    process = subprocess.Popen([args.tfm, "translate", "--model", args.model, "--beam", args.beam,
-                                "--dtype", args.dtype, "--buffer-size", "1", *args.tfm_flag],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, bufsize=1)
+    lines = first_lines(args.source, args.lines)
+    process = start_translate(args.tfm, args.model, ["--beam", args.beam, "--dtype", args.dtype, *args.tfm_flag])
     # Warm up (model load, first allocations) before timing.
     process.stdin.write(lines[0] + "\n")
     process.stdout.readline()

@@ -15,30 +15,22 @@ import argparse
 import http.client
 import json
 import statistics
-import subprocess
 import time
+
+from latency import add_translate_arguments, first_lines, start_translate
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("tfm")
-    parser.add_argument("model")
-    parser.add_argument("source")
+    add_translate_arguments(parser)  # the flags as the server was given them
     parser.add_argument("port", type=int)
-    parser.add_argument("--lines", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--pause-ms", type=float, default=0.0)
     parser.add_argument("--source-lang", default="en")
     parser.add_argument("--target-lang", default="de")
-    parser.add_argument("--tfm-flag", action="append", default=[],
-                        help="flag for tfm translate, as the server was given it (repeatable)")
     args = parser.parse_args()
-    with open(args.source, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for _, line in zip(range(args.lines), f)]
-
-    process = subprocess.Popen([args.tfm, "translate", "--model", args.model, "--buffer-size", "1", *args.tfm_flag],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, bufsize=1)
+    lines = first_lines(args.source, args.lines)
+    process = start_translate(args.tfm, args.model, args.tfm_flag)
     connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=60)
 
     def through_translate(line):
