@@ -52,17 +52,20 @@ BatchingQueue::Arrival::Arrival(BatchingQueue& queue) : queue_(queue) {
 }
 
 BatchingQueue::Arrival::~Arrival() {
+  bool helpers = false;
   {
     std::lock_guard<std::mutex> lock(queue_.mutex_);
     if (ended_) return;
     --queue_.arriving_;
+    helpers = queue_.helpers_may_take();
   }
-  queue_.notify_takers();
+  queue_.notify_takers(helpers);
 }
 
 std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arrival) {
   auto pending = std::make_shared<PendingJob>(job.sources.size());
   const auto now = std::chrono::steady_clock::now();
+  bool helpers = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw QueueFull("the server is shutting down");
@@ -78,8 +81,9 @@ std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arriva
       arrival->ended_ = true;
       --arriving_;
     }
+    helpers = helpers_may_take();
   }
-  notify_takers();
+  notify_takers(helpers);
   return pending;
 }
 
@@ -97,12 +101,7 @@ void BatchingQueue::finish() {
   helpers_wake_.notify_all();
 }
 
-void BatchingQueue::notify_takers() {
-  bool helpers = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    helpers = main_busy_ || helpers_filling_ > 0;
-  }
+void BatchingQueue::notify_takers(bool helpers) {
   // Helpers sleep through a lone client's requests: each needless wake-up of theirs moved the
   // main thread's OpenMP team across cores, and after an idle pause its steps then waited on each
   // other (BENCHMARKS.md).

@@ -172,9 +172,11 @@ class BatchingQueue {
   void fit_cores(bool main, bool batch_start);
   /// `last_batch_requests`: distinct requests in the calling thread's previous batch (updated).
   std::vector<Item> take_batch(std::unique_lock<std::mutex>& lock, bool helper, size_t& last_batch_requests);
-  /// Wakes run()'s thread, and the helpers where they may take what is queued now: while run()'s
-  /// thread decodes, or while one of them waits for its batch to fill.
-  void notify_takers();
+  /// Whether helpers may take what is queued now: while run()'s thread decodes, or while one of
+  /// them waits for its batch to fill. Called with the lock held.
+  bool helpers_may_take() const { return main_busy_ || helpers_filling_ > 0; }
+  /// Wakes run()'s thread, and the helpers where `helpers` (helpers_may_take() under the lock).
+  void notify_takers(bool helpers);
   std::condition_variable& wake(bool helper) { return helper ? helpers_wake_ : main_wake_; }
   /// Queued sentences of `lane`, oldest first, while they fit in `tokens` (the first one
   /// regardless, with first_regardless: a sentence longer than a batch still gets decoded).
