@@ -8,6 +8,7 @@
 
 #include "decode/scorer.h"
 #include "decode/search_strategy.h"
+#include "model/linear.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "text/option_names.h"
@@ -95,6 +96,8 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
   copy->eval();  // the translator's own: never trained, and only read while translating
   if (quantize_int8) copy->quantize_int8();
   if (pack) copy->pack_for_inference();
+  // The copy only translates: its prepared layers no longer read their float weights.
+  drop_float_weights_of_prepared_layers(*copy);
   return copy;
 }
 

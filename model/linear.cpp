@@ -33,6 +33,12 @@ void LinearImpl::pack_for_inference() {
   prepared_ = PreparedWeight(PreparedWeight::Form::kOneDnn, weight, bias);
 }
 
+void LinearImpl::drop_float_weight() {
+  TORCH_CHECK(prepared_.defined(), "Linear::drop_float_weight: the layer is not prepared for inference");
+  // In place, so that the module's parameter list and this member stay one tensor.
+  weight.set_data(torch::empty({0}, weight.options()));
+}
+
 void pack_linear_layers(torch::nn::Module& module) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
     if (auto* linear = child->as<LinearImpl>()) linear->pack_for_inference();
@@ -42,6 +48,13 @@ void pack_linear_layers(torch::nn::Module& module) {
 void quantize_linear_layers_int8(torch::nn::Module& module) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
     if (auto* linear = child->as<LinearImpl>()) linear->quantize_int8();
+  }
+}
+
+void drop_float_weights_of_prepared_layers(torch::nn::Module& module) {
+  for (const auto& child : module.modules(/*include_self=*/true)) {
+    auto* linear = child->as<LinearImpl>();
+    if (linear != nullptr && (linear->is_packed() || linear->is_quantized())) linear->drop_float_weight();
   }
 }
 

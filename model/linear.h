@@ -35,6 +35,11 @@ class LinearImpl : public torch::nn::Module {
   /// forward() then uses it. The weights must not change afterwards. No-op where unsupported.
   void pack_for_inference();
   bool is_packed() const { return prepared_.form() == PreparedWeight::Form::kOneDnn; }
+  /// Once prepared (either call above), frees the float weight that only the prepared copy is
+  /// read from now: `weight` becomes an empty tensor, so the layer can translate but no longer be
+  /// trained, saved or prepared again. For a model kept only to translate: at the base size the
+  /// float copy beside the prepared one is 176 MB in float32.
+  void drop_float_weight();
 
   LinearOptions options;
   torch::Tensor weight;  // [out, in]
@@ -49,5 +54,7 @@ TORCH_MODULE(Linear);
 void quantize_linear_layers_int8(torch::nn::Module& module);
 /// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference).
 void pack_linear_layers(torch::nn::Module& module);
+/// Frees the float weight of every prepared Linear inside `module` (see LinearImpl::drop_float_weight).
+void drop_float_weights_of_prepared_layers(torch::nn::Module& module);
 
 }  // namespace tfm

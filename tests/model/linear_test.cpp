@@ -42,5 +42,22 @@ TEST(Linear, Int8NeedsFloat32OnTheCpu) {
   EXPECT_THROW(layer->quantize_int8(), std::invalid_argument);
 }
 
+TEST(Linear, APreparedLayerComputesTheSameAfterItsFloatWeightIsDropped) {
+  torch::manual_seed(9);
+  const auto x = torch::randn({3, 64});
+  for (const auto prepare : {&LinearImpl::pack_for_inference, &LinearImpl::quantize_int8}) {
+    Linear layer(LinearOptions(64, 48));
+    EXPECT_THROW(layer->drop_float_weight(), c10::Error) << "not prepared yet";
+    ((*layer).*prepare)();
+    ASSERT_TRUE(layer->is_packed() || layer->is_quantized());
+    torch::InferenceMode inference;
+    const auto before = layer(x);
+    drop_float_weights_of_prepared_layers(*layer);
+    EXPECT_EQ(layer->weight.numel(), 0);
+    EXPECT_EQ(layer->named_parameters()["weight"].numel(), 0) << "the module's parameter is the same tensor";
+    EXPECT_TRUE(torch::equal(layer(x), before));
+  }
+}
+
 }  // namespace
 }  // namespace tfm
