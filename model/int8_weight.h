@@ -1,26 +1,29 @@
 #pragma once
-#include <ATen/core/ivalue.h>
+#include <memory>
+
 #include <torch/types.h>
 
 namespace tfm {
 
 /// A linear layer's weight quantized once to int8 for CPU inference, one scale per output row,
-/// and packed for FBGEMM (LibTorch's quantized::linear_prepack). linear() quantizes its input per
-/// call (7-bit range, which AVX2's int8 multiply-add cannot overflow), accumulates in int32 and
-/// returns float32 (quantized::linear_dynamic). Rows of W differ in range, and per-row scales keep
-/// small rows exact.
+/// and packed for FBGEMM's int8 product. linear() quantizes its input per call (7-bit range, which
+/// AVX2's int8 multiply-add cannot overflow), accumulates in int32 and returns float32: the
+/// arithmetic of LibTorch's quantized::linear_dynamic (a test holds them bit-equal), with FBGEMM's
+/// int32 accumulator sized for a block of rows rather than the whole output. Rows of W differ in
+/// range, and per-row scales keep small rows exact. Copies share the packed weight.
 class Int8Weight {
  public:
   Int8Weight() = default;
   /// weight: [out, in] float32 on the CPU (else std::invalid_argument); bias: [out] or undefined.
   Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias);
 
-  bool defined() const { return !packed_.isNone(); }
+  bool defined() const { return packed_ != nullptr; }
   /// x: [..., in] float32 -> x W^T + b, [..., out] float32
   torch::Tensor linear(const torch::Tensor& x) const;
 
  private:
-  c10::IValue packed_;  // FBGEMM's packed int8 weight and bias
+  struct Packed;
+  std::shared_ptr<const Packed> packed_;
 };
 
 }  // namespace tfm
