@@ -200,10 +200,16 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
     out[i].truncated = prepared(sources[i]).truncated;
     if (!sources[i].empty()) order.push_back(i);  // empty inputs translate to empty outputs
   }
-  // Longest first: similar lengths share a batch, and the largest batch shows memory trouble early.
+  // Sorted by length, so that similar lengths share a batch; grouped from the longest, but the
+  // batches of the shortest are translated first. They have the most rows, and so the largest
+  // tensors at each step (the logits are rows x vocabulary); the longer batches' tensors then fit
+  // in memory those freed. Longest batch first, each batch needed larger pieces than any freed
+  // before, and jemalloc, which keeps freed pages (app/main.cpp), held them all (BENCHMARKS.md).
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  for (const auto& rows : group_rows(order, sources, options_)) translate_batch(sources, rows, search, beam, out);
+  auto batches = group_rows(order, sources, options_);
+  std::reverse(batches.begin(), batches.end());
+  for (const auto& rows : batches) translate_batch(sources, rows, search, beam, out);
   for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
   return out;
 }
