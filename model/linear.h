@@ -37,8 +37,8 @@ class LinearImpl : public torch::nn::Module {
   bool is_packed() const { return prepared_.form() == PreparedWeight::Form::kOneDnn; }
   /// Once prepared (either call above), frees the float weight that only the prepared copy is
   /// read from now: `weight` becomes an empty tensor, so the layer can translate but no longer be
-  /// trained, saved or prepared again. For a model kept only to translate: at the base size the
-  /// float copy beside the prepared one is 176 MB in float32.
+  /// trained, saved or prepared again. For a model kept only to translate (BENCHMARKS.md: what
+  /// the float copy beside the prepared one costs).
   void drop_float_weight();
 
   LinearOptions options;
