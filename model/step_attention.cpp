@@ -39,9 +39,7 @@ TFM_ALWAYS_INLINE float dot(const float* query, const T* key, int64_t n) {
     for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += query[d + j] * static_cast<float>(key[d + j]);
   }
   for (; d < n; ++d) lanes[0] += query[d] * static_cast<float>(key[d]);
-  float sum = 0.0F;
-  for (float lane : lanes) sum += lane;
-  return sum;
+  return sum_of_lanes(lanes);
 }
 
 /// (row, head, query) items computed together. Their scores and sums are walked position by
