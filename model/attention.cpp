@@ -118,6 +118,9 @@ torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, cons
       step_attention_supported(q)) {
     return out_proj(step_attention(q, k, v, bias, first, row_first));
   }
+  if (k.scalar_type() != q.scalar_type()) {
+    return attend_cached(q, k.to(q.scalar_type()), v.to(q.scalar_type()), bias, first, row_first);
+  }
   auto mask = bias;
   if (first > 0 || row_first != nullptr) {
     const int64_t length = k.size(2);

@@ -70,7 +70,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// (strided views welcome), bias [B, 1, 1, S] additive or undefined, keys before `first` masked,
   /// and with row_first (B positions) row b's keys before row_first[b] too
   /// -> [B, Tq, D]. Through step_attention() where it computes (model/step_attention.h), else
-  /// through attend_heads().
+  /// through attend_heads(). k and v may be stored narrower than q (a bfloat16 cache).
   torch::Tensor attend_cached(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               const torch::Tensor& bias, int64_t first = 0,
                               const std::vector<int64_t>* row_first = nullptr);

@@ -89,10 +89,12 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
                           .masked_fill(memory_mask.logical_not(), -std::numeric_limits<float>::infinity());
   for (const auto& layer : *layers) {
     LayerCache cache;
+    cache.stored_dtype = cache_dtype_;
     const auto [k, v] = layer->as<DecoderLayer>()->cross_attention->project_kv(memory);  // strided head views
     // Contiguous once here: every step's matmul would otherwise copy the strided views.
-    cache.memory_k = k.contiguous();
-    cache.memory_v = v.contiguous();
+    const auto stored = k.options().dtype(cache_dtype_.value_or(k.scalar_type()));
+    cache.memory_k = k.to(stored, /*non_blocking=*/false, /*copy=*/false, torch::MemoryFormat::Contiguous);
+    cache.memory_v = v.to(stored, /*non_blocking=*/false, /*copy=*/false, torch::MemoryFormat::Contiguous);
     state.layers.push_back(std::move(cache));
   }
   return state;

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/normalization.h>
@@ -53,6 +55,9 @@ class DecoderImpl : public torch::nn::Module {
                         std::vector<torch::Tensor>* cross_weights = nullptr);
   /// Projects the encoder output for every layer's cross-attention, once per sentence.
   DecoderState start(const torch::Tensor& memory, const torch::Tensor& memory_mask);
+  /// The dtype start()'s states keep attention keys and values in (encoder projections and
+  /// self-attention caches); unset: the model's. Decoding reads all of them at every step.
+  void set_cache_dtype(std::optional<torch::Dtype> dtype) { cache_dtype_ = dtype; }
   /// x: embedded last token [N, 1, D] -> [N, 1, D]; advances state.step.
   torch::Tensor step(const torch::Tensor& x, DecoderState& state);
 
@@ -61,6 +66,7 @@ class DecoderImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  std::optional<torch::Dtype> cache_dtype_;
 };
 TORCH_MODULE(Decoder);
 

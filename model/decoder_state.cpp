@@ -20,11 +20,11 @@ int64_t capacity_for(int64_t positions) {
   return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum;
 }
 
-/// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh], growing the capacity
-/// (and keeping positions 0..step-1) when it is full.
-void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step) {
+/// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh] of `dtype`, growing the
+/// capacity (and keeping positions 0..step-1) when it is full.
+void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step, torch::Dtype dtype) {
   if (!buffer.defined() || step >= buffer.size(0)) {
-    auto grown = torch::empty({capacity_for(step + 1), x.size(0), x.size(1), x.size(3)}, x.options());
+    auto grown = torch::empty({capacity_for(step + 1), x.size(0), x.size(1), x.size(3)}, x.options().dtype(dtype));
     if (buffer.defined() && step > 0) grown.narrow(0, 0, step).copy_(buffer.narrow(0, 0, step));
     buffer = grown;
   }
@@ -169,8 +169,9 @@ torch::Tensor add_rows(const torch::Tensor& cache, int64_t added, int64_t first,
 
 std::pair<torch::Tensor, torch::Tensor> LayerCache::append(const torch::Tensor& k, const torch::Tensor& v,
                                                            int64_t step) {
-  write_position(self_k, k, step);
-  write_position(self_v, v, step);
+  const auto dtype = stored_dtype.value_or(k.scalar_type());
+  write_position(self_k, k, step, dtype);
+  write_position(self_v, v, step, dtype);
   // [step+1, N, H, Dh] -> [N, H, step+1, Dh]
   return {self_k.narrow(0, 0, step + 1).permute({1, 2, 0, 3}), self_v.narrow(0, 0, step + 1).permute({1, 2, 0, 3})};
 }

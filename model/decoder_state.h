@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct LayerCache {
   // at the end of each position), so a copy of a state shares its caches.
   torch::Tensor self_k, self_v;
   torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
+  // The dtype the self-attention keys and values are stored in; unset: the one they are computed in.
+  std::optional<torch::Dtype> stored_dtype;
 
   /// Writes this step's key and value (each [N, H, 1, Dh]) at position `step`, growing the
   /// buffers when full, and returns the keys and values of positions 0..step as [N, H, step+1, Dh]

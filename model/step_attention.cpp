@@ -14,18 +14,19 @@
 namespace tfm {
 namespace {
 
-/// Where one attention call reads and writes; strides in elements.
-template <typename T>
+/// Where one attention call reads and writes; strides in elements. Q is the query's, bias's and
+/// output's type, K the keys' and values' (a cache may be stored narrower than the model computes).
+template <typename Q, typename K>
 struct StepViews {
-  const T* q;
+  const Q* q;
   int64_t q_b, q_h, q_t;
-  const T* k;
+  const K* k;
   int64_t k_b, k_h, k_s;
-  const T* v;
+  const K* v;
   int64_t v_b, v_h, v_s;
-  const T* bias;  // nullptr: no bias
+  const Q* bias;  // nullptr: no bias
   int64_t bias_b, bias_s;
-  T* out;  // [B, Tq, H, Dh] contiguous
+  Q* out;  // [B, Tq, H, Dh] contiguous
   int64_t rows, heads, queries, keys, head_dim, first;
   const int64_t* row_first;  // [B] or nullptr
   float sqrt_head_dim;
@@ -56,21 +57,21 @@ struct Scratch {
 };
 
 /// Where one item reads its keys, values and bias and writes its output.
-template <typename T>
+template <typename Q, typename K>
 struct ItemViews {
-  const T* keys;
-  const T* values;
-  const T* bias;  // nullptr: no bias
-  T* out;
+  const K* keys;
+  const K* values;
+  const Q* bias;  // nullptr: no bias
+  Q* out;
   int64_t first;  // the first key it attends
 };
 
-template <typename T>
-TFM_ALWAYS_INLINE ItemViews<T> item_views(const StepViews<T>& a, int64_t item, float* query) {
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, float* query) {
   const int64_t t = item % a.queries;
   const int64_t h = item / a.queries % a.heads;
   const int64_t b = item / (a.queries * a.heads);
-  const T* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
+  const Q* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
   for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
   const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
   return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, a.bias != nullptr ? a.bias + b * a.bias_b : nullptr,
@@ -93,10 +94,10 @@ TFM_ALWAYS_INLINE bool softmax_in_place(float* scores, int64_t first, int64_t le
 }
 
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
-template <typename T>
-TFM_ALWAYS_INLINE void attend_block(const StepViews<T>& a, int64_t begin, int64_t end, Scratch& scratch) {
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
   const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
-  ItemViews<T> items[kBlockItems];
+  ItemViews<Q, K> items[kBlockItems];
   int64_t block_first = length;
   for (int64_t i = 0; i < count; ++i) {
     items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
@@ -121,63 +122,67 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<T>& a, int64_t begin, int64_
     for (int64_t i = 0; i < count; ++i) {
       if (s < items[i].first) continue;
       const float weight = scratch.scores[i * length + s];
-      const T* value = items[i].values + s * a.v_s;
+      const K* value = items[i].values + s * a.v_s;
       float* sum = sums + i * head_dim;
       for (int64_t d = 0; d < head_dim; ++d) sum[d] += weight * static_cast<float>(value[d]);
     }
   }
   for (int64_t i = 0; i < count; ++i) {
     for (int64_t d = 0; d < head_dim; ++d) {  // a query with no key gets zeros
-      items[i].out[d] = static_cast<T>(attends[i] ? sums[i * head_dim + d] : 0.0F);
+      items[i].out[d] = static_cast<Q>(attends[i] ? sums[i * head_dim + d] : 0.0F);
     }
   }
 }
 
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
-template <typename T>
-TFM_ALWAYS_INLINE void attend_items(const StepViews<T>& a, int64_t begin, int64_t end) {
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
     attend_block(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }
 
-TFM_VECTOR_CLONES void attend_range(const StepViews<float>& a, int64_t begin, int64_t end) {
+using BFloat16 = c10::BFloat16;
+TFM_VECTOR_CLONES void attend_range(const StepViews<float, float>& a, int64_t begin, int64_t end) {
   attend_items(a, begin, end);
 }
-TFM_VECTOR_CLONES void attend_range(const StepViews<c10::BFloat16>& a, int64_t begin, int64_t end) {
+TFM_VECTOR_CLONES void attend_range(const StepViews<BFloat16, BFloat16>& a, int64_t begin, int64_t end) {
+  attend_items(a, begin, end);
+}
+TFM_VECTOR_CLONES void attend_range(const StepViews<float, BFloat16>& a, int64_t begin, int64_t end) {
   attend_items(a, begin, end);
 }
 
-template <typename T>
-void attend_all(const StepViews<T>& a) {
+template <typename Q, typename K>
+void attend_all(const StepViews<Q, K>& a) {
   const int64_t items = a.rows * a.heads * a.queries;
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, a.keys * a.head_dim));
   at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { attend_range(a, begin, end); });
 }
 
-template <typename T>
-StepViews<T> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                      const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
-                      torch::Tensor& out) {
+template <typename Q, typename K>
+StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                         const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
+                         torch::Tensor& out) {
   const int64_t length = keys.size(2);
-  return {q.data_ptr<T>(),
+  return {q.data_ptr<Q>(),
           q.stride(0),
           q.stride(1),
           q.stride(2),
-          keys.data_ptr<T>(),
+          keys.data_ptr<K>(),
           keys.stride(0),
           keys.stride(1),
           keys.stride(2),
-          values.data_ptr<T>(),
+          values.data_ptr<K>(),
           values.stride(0),
           values.stride(1),
           values.stride(2),
-          bias.defined() ? bias.data_ptr<T>() : nullptr,
+          bias.defined() ? bias.data_ptr<Q>() : nullptr,
           bias.defined() ? bias.stride(0) : 0,
           bias.defined() ? bias.stride(3) : 0,
-          out.data_ptr<T>(),
+          out.data_ptr<Q>(),
           q.size(0),
           q.size(1),
           q.size(2),
@@ -199,8 +204,10 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
                              const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first) {
   TORCH_CHECK(step_attention_supported(q), "step_attention: a CPU float32 or bfloat16 query outside autograd");
   TORCH_CHECK(q.dim() == 4 && keys.dim() == 4 && values.sizes() == keys.sizes(), "step_attention: 4-d q, keys, values");
-  TORCH_CHECK(keys.scalar_type() == q.scalar_type() && values.scalar_type() == q.scalar_type(),
-              "step_attention: q, keys and values of one dtype");
+  const bool narrow_cache = q.scalar_type() == torch::kFloat32 && keys.scalar_type() == torch::kBFloat16;
+  TORCH_CHECK((keys.scalar_type() == q.scalar_type() || narrow_cache) && values.scalar_type() == keys.scalar_type(),
+              "step_attention: keys and values of q's dtype, or bfloat16 under a float32 q; got q ", q.scalar_type(),
+              ", keys ", keys.scalar_type(), ", values ", values.scalar_type());
   const int64_t rows = q.size(0), heads = q.size(1), queries = q.size(2), head_dim = q.size(3);
   const int64_t length = keys.size(2);
   TORCH_CHECK(keys.size(0) == rows && keys.size(1) == heads && keys.size(3) == head_dim, "step_attention: keys ",
@@ -215,10 +222,12 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
   TORCH_CHECK(row_first == nullptr || static_cast<int64_t>(row_first->size()) == rows, "step_attention: ", rows,
               " rows but ", row_first == nullptr ? 0 : row_first->size(), " first positions");
   auto out = torch::empty({rows, queries, heads * head_dim}, q.options());
-  if (q.scalar_type() == torch::kFloat32) {
-    attend_all(views_of<float>(q, keys, values, bias, first, row_first, out));
+  if (narrow_cache) {
+    attend_all(views_of<float, BFloat16>(q, keys, values, bias, first, row_first, out));
+  } else if (q.scalar_type() == torch::kFloat32) {
+    attend_all(views_of<float, float>(q, keys, values, bias, first, row_first, out));
   } else {
-    attend_all(views_of<c10::BFloat16>(q, keys, values, bias, first, row_first, out));
+    attend_all(views_of<BFloat16, BFloat16>(q, keys, values, bias, first, row_first, out));
   }
   return out;
 }

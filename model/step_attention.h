@@ -15,7 +15,9 @@ bool step_attention_supported(const torch::Tensor& q);
 /// keys: no scores written out, and the keys and values read where they lie (a time-major cache's
 /// strided view), where a batched matmul would first copy them. Scores, softmax and the weighted
 /// sum are float32 whatever q's dtype.
-/// q: [B, H, Tq, Dh]; keys, values: [B, H, S, Dh]; each with its last dimension contiguous.
+/// q: [B, H, Tq, Dh]; keys, values: [B, H, S, Dh]; each with its last dimension contiguous. Keys
+/// and values are in q's dtype, or bfloat16 under a float32 q (a cache stored narrower).
+/// The output is in q's dtype.
 /// bias: undefined or [B, 1, 1, S] in q's dtype, added to the scores (0 keeps a key, -inf masks it).
 /// first: keys before this position are not attended (a local attention window).
 /// row_first: null, or B positions: row b attends no key before row_first[b] either (rows that

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
@@ -61,6 +62,8 @@ class TransformerImpl : public torch::nn::Module {
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
   /// which then leaves them as they are.
   void quantize_int8();
+  /// The dtype decoding keeps attention keys and values in (DecoderImpl::set_cache_dtype).
+  void set_cache_dtype(std::optional<torch::Dtype> dtype) { decoder->set_cache_dtype(dtype); }
   const ModelConfig& config() const { return config_; }
 
   TokenAndPosition source_embedding{nullptr};

@@ -98,6 +98,23 @@ TEST(StepAttention, BFloat16ComputesInFloat) {
             expected.abs().max().item<double>() * std::pow(2.0, -8));
 }
 
+TEST(StepAttention, AFloatQueryReadsABFloat16Cache) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  const auto q = torch::randn({6, 4, 2, 32});
+  const auto keys = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
+  const auto values = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
+  auto bias = torch::zeros({6, 1, 1, 11});
+  bias.narrow(3, 8, 3).fill_(-kInf);
+  const auto out = step_attention(q, keys, values, bias, 2);
+  ASSERT_EQ(out.scalar_type(), torch::kFloat32);
+  // The reference reads the same bfloat16 keys and values: only float32 arithmetic separates them.
+  EXPECT_TENSOR_NEAR(out, reference(q, keys, values, bias, 2).to(torch::kFloat32), 1e-5);
+  // A bfloat16 query over float32 keys is not a layout any cache has.
+  EXPECT_THROW(step_attention(q.to(torch::kBFloat16), keys.to(torch::kFloat32), values.to(torch::kFloat32), {}),
+               c10::Error);
+}
+
 TEST(StepAttention, OnlyForCpuFloatOutsideAutograd) {
   EXPECT_TRUE(step_attention_supported(torch::zeros({1, 1, 1, 4})));
   EXPECT_FALSE(step_attention_supported(torch::zeros({1, 1, 1, 4}, torch::kFloat64)));
