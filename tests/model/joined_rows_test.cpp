@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 #include "model/decoder_state.h"
@@ -33,10 +34,12 @@ DecoderState started(Transformer& model, const torch::Tensor& source, int64_t be
 
 torch::Tensor tokens(std::vector<int64_t> ids) { return torch::tensor(ids, torch::kLong); }
 
-void expect_joined_rows_decode_as_alone(const ModelConfig& config) {
+void expect_joined_rows_decode_as_alone(const ModelConfig& config,
+                                        std::optional<torch::Dtype> cache_dtype = std::nullopt) {
   torch::manual_seed(7);
   Transformer model(config);
   model->eval();
+  model->set_cache_dtype(cache_dtype);
   const int64_t beam = 2;
   const auto first = random_source(2, 6, 1);   // 4 rows
   const auto second = random_source(1, 9, 2);  // longer: the running memory is padded to it
@@ -81,6 +84,8 @@ void expect_joined_rows_decode_as_alone(const ModelConfig& config) {
   joined = model->step(tokens({7, 8, 9, 10}), running);
   EXPECT_TENSOR_NEAR(joined.narrow(0, 0, 2), model->step(tokens({7, 8}), second_alone), 1e-5);
   EXPECT_TENSOR_NEAR(joined.narrow(0, 2, 2), model->step(tokens({9, 10}), third_alone), 1e-5);
+  EXPECT_EQ(running.layers.front().self_k.scalar_type(), cache_dtype.value_or(torch::kFloat32));
+  EXPECT_EQ(running.layers.back().memory_k.scalar_type(), cache_dtype.value_or(torch::kFloat32));
 }
 
 /// Fused kernels on (the one-pass step attention, outside autograd) and off (LibTorch's matmuls).
@@ -92,6 +97,15 @@ TEST_P(JoinedRows, DecodeAsAlone) {
     SCOPED_TRACE(grad ? "in autograd" : "outside autograd");
     torch::AutoGradMode mode(grad);
     expect_joined_rows_decode_as_alone(tiny_model_config());
+  }
+}
+
+TEST_P(JoinedRows, DecodeAsAloneWithBFloat16Caches) {
+  // int8 decoding's caches: joined and lone rows read the same rounded keys and values.
+  for (const bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "in autograd" : "outside autograd");
+    torch::AutoGradMode mode(grad);
+    expect_joined_rows_decode_as_alone(tiny_model_config(), torch::kBFloat16);
   }
 }
 
