@@ -7,7 +7,9 @@
 #     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
 #     without its vocabulary shortlist, and CTranslate2 float32/int8 on the same weights
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
-#     identical to tfm float32, peak memory and batch-1 latency at all threads and at one.
+#     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
+#   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
+#     against CTranslate2's best, the shortlist's speed-up, batch-1 latency against CTranslate2's best.
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
@@ -84,9 +86,12 @@ printf '%-28s %12s %8s %8s %10s %10s %12s %12s\n' engine sentences/s ratio BLEU 
   "p50_ms_${threads}thr" p50_ms_1thr
 bleu() { "$tfm" eval --hyp "$1" --ref "$out/test.de" --width 2 2>/dev/null | grep -oE '= [0-9.]+' | head -1 | cut -c3-; }
 same() { paste -d '\t' "$out/hyp.tfm-fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l; }
+declare -A speed_of mib_of p50_of  # by row name, for the ratios to CTranslate2 at the end
 row() {  # row NAME HYP LOG RSS_KB [LATENCY] [LATENCY_1_THREAD]
   local sps; sps=$(grep -oE '[0-9.]+ sentences/s' "$3" | tail -1 | cut -d' ' -f1)
   [ -z "${ref_sps:-}" ] && ref_sps=$sps
+  speed_of[$1]=$sps; mib_of[$1]=$(( $4 / 1024 ))
+  [ -n "${5:-}" ] && p50_of[$1]=$(printf '%s\n' "$5" "${6:-$5}" | sort -g | head -1)
   printf '%-28s %12s %8.2f %8s %10s %10s %12s %12s\n' "$1" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" "$(bleu "$2")" \
     "$( [ -f "$out/hyp.tfm-fp32" ] && same "$2" || echo -)" "$(( $4 / 1024 ))" "${5:--}" "${6:--}"
 }
@@ -131,4 +136,31 @@ for compute in float32 int8; do
       --latency-lines 100 < "$out/test.en")")
   done
   row "CTranslate2 $compute" "$out/hyp.ct2-$compute" "$out/log.ct2-$compute" "$rss" "${latency[@]}"
+done
+
+echo
+echo "== tfm against CTranslate2 in this run: issue 32's ratios (speed: higher is better; memory: lower)"
+ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
+ct2_best="CTranslate2 int8"
+(( $(echo "${speed_of[CTranslate2 float32]} > ${speed_of[CTranslate2 int8]}" | bc) )) && ct2_best="CTranslate2 float32"
+default="tfm fp32"; [ "$bf16_native" = 1 ] && default="tfm bf16"
+printf '%-52s %8s %8s\n' comparison speed memory
+printf '%-52s %8s %8s\n' "$default (the default) / $ct2_best" "$(ratio "${speed_of[$default]}" "${speed_of[$ct2_best]}")" \
+  "$(ratio "${mib_of[$default]}" "${mib_of[$ct2_best]}")"
+for pair in "tfm int8:CTranslate2 int8" "tfm fp32:CTranslate2 float32"; do
+  printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
+    "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[${pair##*:}]}")"
+done
+for mode in "${modes[@]}"; do
+  if [[ $mode == *-shortlist ]]; then
+    printf '%-52s %8s\n' "tfm $mode / tfm ${mode%-shortlist}" \
+      "$(ratio "${speed_of[tfm $mode]}" "${speed_of[tfm ${mode%-shortlist}]}")"
+  fi
+done
+ct2_p50=$(printf '%s\n' "${p50_of[CTranslate2 float32]}" "${p50_of[CTranslate2 int8]}" | sort -g | head -1)
+for mode in fp32 int8 bf16; do
+  if [ -n "${p50_of[tfm $mode]:-}" ]; then
+    printf '%-52s %8s\n' "batch-1 p50: tfm $mode / CTranslate2's best ($ct2_p50 ms)" \
+      "$(ratio "${p50_of[tfm $mode]}" "$ct2_p50")"
+  fi
 done
