@@ -8,6 +8,7 @@
 
 #include "model/row_reductions.h"
 #include "runtime/fast_exp.h"
+#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -63,7 +64,11 @@ TFM_ALWAYS_INLINE void gradient_rows(const T* logits, T* grad, int64_t width, Gr
       continue;
     }
     const float lse = in.log_normalizer[r];
-    for (int64_t c = 0; c < width; ++c) {
+    int64_t c = 0;
+    for (; c + kVectorLanes <= width; c += kVectorLanes) {
+      store_lanes(out + c, (exp_nonpositive(load_lanes(row + c) - lse) - in.smoothing) * scale);
+    }
+    for (; c < width; ++c) {
       out[c] = static_cast<T>((exp_nonpositive(static_cast<float>(row[c]) - lse) - in.smoothing) * scale);
     }
     const int64_t y = in.target[r];

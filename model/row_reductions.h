@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/fast_exp.h"
+#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 // Reductions over one row of logits, float32 or bfloat16, computed in float32 in kVectorLanes
@@ -17,31 +18,30 @@ constexpr float kRowNegInf = -std::numeric_limits<float>::infinity();
 /// max_c row[c]
 template <typename T>
 TFM_ALWAYS_INLINE float row_max(const T* row, int64_t width) {
-  float lanes[kVectorLanes];
-  std::fill(lanes, lanes + kVectorLanes, kRowNegInf);
+  FloatLanes lanes = splat(kRowNegInf);
   int64_t c = 0;
-  for (; c + kVectorLanes <= width; c += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) {
-      const float x = static_cast<float>(row[c + j]);
-      lanes[j] = x > lanes[j] ? x : lanes[j];
-    }
-  }
-  for (; c < width; ++c) lanes[0] = std::max(lanes[0], static_cast<float>(row[c]));
-  return *std::max_element(lanes, lanes + kVectorLanes);
+  for (; c + kVectorLanes <= width; c += kVectorLanes) lanes = max_lanes(lanes, load_lanes(row + c));
+  float max = max_of_lanes(lanes);
+  for (; c < width; ++c) max = std::max(max, static_cast<float>(row[c]));
+  return max;
+}
+
+/// The lanes' sum in lane order, lane 0 holding `first` (lane 0 with the tail's terms added).
+TFM_ALWAYS_INLINE float sum_in_lane_order(FloatLanes lanes, float first) {
+  float sum = first;
+  for (int64_t j = 1; j < kVectorLanes; ++j) sum += lanes[j];
+  return sum;
 }
 
 /// sum_c e^(row[c] - max), for max = row_max(row, width) (finite)
 template <typename T>
 TFM_ALWAYS_INLINE float row_exp_sum(const T* row, int64_t width, float max) {
-  float lanes[kVectorLanes] = {};
+  FloatLanes lanes{};
   int64_t c = 0;
-  for (; c + kVectorLanes <= width; c += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += exp_nonpositive(static_cast<float>(row[c + j]) - max);
-  }
-  for (; c < width; ++c) lanes[0] += exp_nonpositive(static_cast<float>(row[c]) - max);
-  float sum = 0.0F;
-  for (float lane : lanes) sum += lane;
-  return sum;
+  for (; c + kVectorLanes <= width; c += kVectorLanes) lanes += exp_nonpositive(load_lanes(row + c) - max);
+  float first = lanes[0];
+  for (; c < width; ++c) first += exp_nonpositive(static_cast<float>(row[c]) - max);
+  return sum_in_lane_order(lanes, first);
 }
 
 /// log sum_c e^row[c]; -inf for a row of -inf
@@ -55,15 +55,12 @@ TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width) {
 /// sum_c row[c]
 template <typename T>
 TFM_ALWAYS_INLINE float row_sum(const T* row, int64_t width) {
-  float lanes[kVectorLanes] = {};
+  FloatLanes lanes{};
   int64_t c = 0;
-  for (; c + kVectorLanes <= width; c += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += static_cast<float>(row[c + j]);
-  }
-  for (; c < width; ++c) lanes[0] += static_cast<float>(row[c]);
-  float sum = 0.0F;
-  for (float lane : lanes) sum += lane;
-  return sum;
+  for (; c + kVectorLanes <= width; c += kVectorLanes) lanes += load_lanes(row + c);
+  float first = lanes[0];
+  for (; c < width; ++c) first += static_cast<float>(row[c]);
+  return sum_in_lane_order(lanes, first);
 }
 
 }  // namespace tfm

@@ -1,0 +1,83 @@
+// The 16-float lanes against the scalar operations they stand for: same bits, lane by lane.
+#include "runtime/float_lanes.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace tfm {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+uint32_t bits_of(float x) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+/// Inputs whose lanes cover the edges: 0, the -87 cut, -inf, tiny and ordinary values.
+std::vector<float> exp_inputs() {
+  std::vector<float> inputs = {0.0F, -0.0F, -1e-30F, -1e-7F, -0.5F, -1.0F, -86.99F, -87.0F, -87.01F, -100.0F, -kInf};
+  std::mt19937 generator(7);
+  std::uniform_real_distribution<float> spread(-90.0F, 0.0F);
+  while (inputs.size() % kVectorLanes != 0 || inputs.size() < 4096) inputs.push_back(spread(generator));
+  return inputs;
+}
+
+TEST(FloatLanes, ExpEqualsTheScalarExpBitForBitAndLibmClosely) {
+  const auto inputs = exp_inputs();
+  for (size_t i = 0; i < inputs.size(); i += kVectorLanes) {
+    const FloatLanes out = exp_nonpositive(load_lanes(&inputs[i]));
+    for (int64_t j = 0; j < kVectorLanes; ++j) {
+      const float x = inputs[i + j];
+      ASSERT_EQ(bits_of(out[j]), bits_of(exp_nonpositive(x))) << "e^" << x;
+      const double expected = x < -87.0F ? 0.0 : std::exp(static_cast<double>(x));
+      EXPECT_NEAR(out[j], expected, 4e-7 * expected) << "e^" << x;
+    }
+  }
+}
+
+TEST(FloatLanes, BFloat16LoadsWidenExactly) {
+  std::vector<c10::BFloat16> halves;
+  for (const float x : {0.0F, -0.0F, 1.0F, -3.5F, 1e-38F, 3e38F, kInf, -kInf}) halves.emplace_back(x);
+  while (halves.size() < static_cast<size_t>(kVectorLanes)) halves.emplace_back(static_cast<float>(halves.size()) / 7);
+  const FloatLanes wide = load_lanes(halves.data());
+  for (int64_t j = 0; j < kVectorLanes; ++j) EXPECT_EQ(bits_of(wide[j]), bits_of(static_cast<float>(halves[j])));
+}
+
+TEST(FloatLanes, BFloat16StoresRoundAsC10Does) {
+  // Exact halfway cases both ways (ties to even), values just either side, NaN, infinities.
+  std::vector<float> inputs;
+  for (const uint32_t bits :
+       {0x3F808000U, 0x3F818000U, 0x3F808001U, 0x3F807FFFU, 0x7F7FFFFFU, 0x7FC00001U, 0xFF800001U}) {
+    float x = 0.0F;
+    std::memcpy(&x, &bits, sizeof x);
+    inputs.push_back(x);
+  }
+  for (const float x : {kInf, -kInf, 0.0F, -0.0F, 1e-40F}) inputs.push_back(x);
+  std::mt19937 generator(8);
+  std::normal_distribution<float> normal(0.0F, 10.0F);
+  while (inputs.size() % kVectorLanes != 0 || inputs.size() < 1024) inputs.push_back(normal(generator));
+  std::vector<c10::BFloat16> out(inputs.size());
+  for (size_t i = 0; i < inputs.size(); i += kVectorLanes) store_lanes(&out[i], load_lanes(&inputs[i]));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(out[i].x, c10::BFloat16(inputs[i]).x) << "0x" << std::hex << bits_of(inputs[i]);
+  }
+}
+
+TEST(FloatLanes, MaxOfLanesFindsTheLargestWherever) {
+  for (int64_t where = 0; where < kVectorLanes; ++where) {
+    FloatLanes v = splat(-kInf);
+    v[where] = 2.5F;
+    v[(where + 3) % kVectorLanes] = 1.0F;
+    EXPECT_EQ(max_of_lanes(v), 2.5F) << "at lane " << where;
+  }
+}
+
+}  // namespace
+}  // namespace tfm
