@@ -176,13 +176,14 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   const int64_t beam = s.options.beam;
   auto& state = *s.state;
   // log-probabilities values + row_offsets, [N, V'], N = active * K
-  auto [values, row_offsets] = s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
+  auto [values, row_offsets, block_maxima] =
+      s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
   const int64_t scored = values.size(1);  // V'
   s.processors.apply(values, row_facts(s.active, beam, state.columns));
   const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);
   const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
-  const auto [scores_cpu, ids_cpu] =
-      beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored));  // [A, 2K]
+  const auto [scores_cpu, ids_cpu] = beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored),
+                                                s.processors.only_lower() ? block_maxima : torch::Tensor());  // [A, 2K]
   const int64_t width = scores_cpu.size(1);
 
   std::vector<SentenceSearch> still_active;

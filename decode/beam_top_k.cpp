@@ -6,13 +6,14 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/log_normalizer.h"
+#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr int64_t kChunk = 16;  // cells tested together against the current threshold
 
 /// The best `count` cells of one sentence's K rows, kept sorted (best first, ties in id order).
 class TopList {
@@ -41,19 +42,32 @@ class TopList {
   int64_t count_;
 };
 
-/// Offers row `row` (beam score `offset` added to each cell) to `top`. Most chunks hold no cell
-/// above the threshold; the test over a chunk is branch-free so that it vectorizes.
+/// Offers cells [begin, end) of a row (beam score `offset` added to each) to `top`. Most chunks
+/// hold no cell above the threshold: a chunk is tested whole, in vector lanes, before its cells are.
 template <typename T>
-TFM_ALWAYS_INLINE void scan_row(const T* row, int64_t width, float offset, int64_t first_id, TopList& top) {
-  int64_t c = 0;
-  for (; c + kChunk <= width; c += kChunk) {
-    const float threshold = top.threshold();
-    int any = 0;
-    for (int64_t i = 0; i < kChunk; ++i) any |= static_cast<int>(offset + static_cast<float>(row[c + i]) > threshold);
-    if (any == 0) continue;
-    for (int64_t i = 0; i < kChunk; ++i) top.offer(offset + static_cast<float>(row[c + i]), first_id + c + i);
+TFM_ALWAYS_INLINE void scan_cells(const T* row, int64_t begin, int64_t end, float offset, int64_t first_id,
+                                  TopList& top) {
+  int64_t c = begin;
+  for (; c + kVectorLanes <= end; c += kVectorLanes) {
+    if (!(max_of_lanes(load_lanes(row + c) + offset) > top.threshold())) continue;
+    for (int64_t i = 0; i < kVectorLanes; ++i) top.offer(offset + static_cast<float>(row[c + i]), first_id + c + i);
   }
-  for (; c < width; ++c) top.offer(offset + static_cast<float>(row[c]), first_id + c);
+  for (; c < end; ++c) top.offer(offset + static_cast<float>(row[c]), first_id + c);
+}
+
+/// Offers a row to `top`, skipping the blocks of kLogitBlock cells whose maximum (`maxima`, or
+/// nullptr: none known) cannot beat the threshold: offset + cell <= offset + maximum in floats.
+template <typename T>
+TFM_ALWAYS_INLINE void scan_row(const T* row, const float* maxima, int64_t width, float offset, int64_t first_id,
+                                TopList& top) {
+  if (maxima == nullptr) {
+    scan_cells(row, 0, width, offset, first_id, top);
+    return;
+  }
+  for (int64_t begin = 0, b = 0; begin < width; begin += kLogitBlock, ++b) {
+    if (offset + maxima[b] > top.threshold())
+      scan_cells(row, begin, std::min(width, begin + kLogitBlock), offset, first_id, top);
+  }
 }
 
 /// Where the selection reads and writes: cells [A*K, V'], offsets [A*K], scores and ids [A, count].
@@ -61,9 +75,10 @@ template <typename T>
 struct TopKViews {
   const T* cells;
   const float* offsets;
+  const float* block_maxima;  // [A*K, blocks] or nullptr
   float* scores;
   int64_t* ids;
-  int64_t width, beam, count;
+  int64_t width, beam, count, blocks;
 };
 
 /// Sentences [begin, end).
@@ -75,7 +90,8 @@ TFM_ALWAYS_INLINE void select_sentences(const TopKViews<T>& v, int64_t begin, in
       const int64_t row = a * v.beam + k;
       const float offset = v.offsets[row];
       if (offset == kNegInf) continue;  // an empty beam slot: every sum is -inf
-      scan_row(v.cells + row * v.width, v.width, offset, k * v.width, top);
+      const float* maxima = v.block_maxima != nullptr ? v.block_maxima + row * v.blocks : nullptr;
+      scan_row(v.cells + row * v.width, maxima, v.width, offset, k * v.width, top);
     }
   }
 }
@@ -88,22 +104,24 @@ TFM_VECTOR_CLONES void select_range(const TopKViews<c10::BFloat16>& v, int64_t b
 }
 
 template <typename T>
-void select_all(const torch::Tensor& cells, const torch::Tensor& offsets, torch::Tensor& scores, torch::Tensor& ids,
-                int64_t beam) {
+void select_all(const torch::Tensor& cells, const torch::Tensor& offsets, const torch::Tensor& block_maxima,
+                torch::Tensor& scores, torch::Tensor& ids, int64_t beam) {
   const TopKViews<T> views{cells.data_ptr<T>(),
                            offsets.data_ptr<float>(),
+                           block_maxima.defined() ? block_maxima.data_ptr<float>() : nullptr,
                            scores.data_ptr<float>(),
                            ids.data_ptr<int64_t>(),
                            cells.size(1),
                            beam,
-                           scores.size(1)};
+                           scores.size(1),
+                           block_maxima.defined() ? block_maxima.size(1) : 0};
   at::parallel_for(0, scores.size(0), 1, [&](int64_t begin, int64_t end) { select_range(views, begin, end); });
 }
 
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_probs, const torch::Tensor& beam_scores,
-                                                   int64_t beam, int64_t count) {
+                                                   int64_t beam, int64_t count, const torch::Tensor& block_maxima) {
   const int64_t rows = log_probs.size(0);
   const int64_t width = log_probs.size(1);
   const int64_t sentences = rows / beam;
@@ -117,12 +135,16 @@ std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_prob
   }
   const auto cells = log_probs.contiguous();
   const auto offsets = beam_scores.to(torch::kFloat32).contiguous();
+  const auto maxima = block_maxima.defined() ? block_maxima.to(torch::kFloat32).contiguous() : block_maxima;
+  TORCH_CHECK(
+      !maxima.defined() || maxima.sizes() == torch::IntArrayRef({rows, (width + kLogitBlock - 1) / kLogitBlock}),
+      "beam_top_k: block maxima ", maxima.sizes(), " for ", rows, " rows of ", width);
   auto scores = torch::empty({sentences, count}, torch::kFloat32);
   auto ids = torch::empty({sentences, count}, torch::kLong);
   if (cells.scalar_type() == torch::kFloat32) {
-    select_all<float>(cells, offsets, scores, ids, beam);
+    select_all<float>(cells, offsets, maxima, scores, ids, beam);
   } else {
-    select_all<c10::BFloat16>(cells, offsets, scores, ids, beam);
+    select_all<c10::BFloat16>(cells, offsets, maxima, scores, ids, beam);
   }
   return {scores, ids};
 }

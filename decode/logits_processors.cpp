@@ -96,6 +96,7 @@ void NoRepeatNgram::apply(torch::Tensor& log_probs, const RowFacts& rows) const 
 LogitsProcessors::LogitsProcessors(const SearchOptions& options) {
   processors_.push_back(std::make_unique<SpecialTokensMask>());
   if (options.unk_penalty != 0.0) processors_.push_back(std::make_unique<UnkPenalty>(options.unk_penalty));
+  only_lower_ = options.unk_penalty >= 0.0;  // a negative penalty raises unk
   if (options.min_len > 0) processors_.push_back(std::make_unique<MinLength>(options.min_len));
   processors_.push_back(std::make_unique<MaxLength>());
   if (options.no_repeat_ngram > 0) processors_.push_back(std::make_unique<NoRepeatNgram>(options.no_repeat_ngram));

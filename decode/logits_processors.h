@@ -76,9 +76,13 @@ class LogitsProcessors {
  public:
   explicit LogitsProcessors(const SearchOptions& options);
   void apply(torch::Tensor& log_probs, const RowFacts& rows) const;
+  /// Whether apply() never raises a cell (only masks or penalizes), so that bounds taken before
+  /// it still hold after.
+  bool only_lower() const { return only_lower_; }
 
  private:
   std::vector<std::unique_ptr<LogitsProcessor>> processors_;
+  bool only_lower_ = true;
 };
 
 }  // namespace tfm

@@ -61,9 +61,10 @@ StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, Stat
   auto& decoder_state = static_cast<TransformerState&>(state).state;
   auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V']
   if (log_normalizers_supported(logits) && !logits.requires_grad()) {
-    return {logits, log_normalizers(logits).neg_()};
+    auto [normalizers, block_maxima] = log_normalizers(logits);
+    return {logits, normalizers.neg_(), block_maxima};
   }
-  return {model_->log_probs(logits), {}};
+  return {model_->log_probs(logits), {}, {}};
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

@@ -14,10 +14,13 @@ namespace tfm {
 
 /// A step's scores in a form that need not be written out: log-probabilities
 /// values[n][c] + row_offsets[n]. values: [N, V'] float32 or bfloat16; row_offsets: [N] float32,
-/// or undefined when values are the log-probabilities themselves.
+/// or undefined when values are the log-probabilities themselves. block_maxima, where known:
+/// [N, ceil(V' / kLogitBlock)] float32, the largest value of each block of kLogitBlock columns
+/// (model/log_normalizer.h), which lets a top-k skip blocks.
 struct StepScores {
   torch::Tensor values;
   torch::Tensor row_offsets;
+  torch::Tensor block_maxima;
 };
 
 /// The one interface search sees (Marian's startState/step): encode a batch once, then score
@@ -56,7 +59,7 @@ class Scorer {
   /// top-k). Anything that changes values cell by cell (masking a token, a penalty) changes the
   /// log-probabilities alike, since the offsets are per row.
   virtual StepScores step_scores(const torch::Tensor& last_tokens, State& state) {
-    return {step(last_tokens, state), {}};
+    return {step(last_tokens, state), {}, {}};
   }
   virtual int64_t vocab_size() const = 0;
   /// Whether its states can append() others (not with a shortlist: each batch has its columns).

@@ -12,12 +12,43 @@
 namespace tfm {
 namespace {
 
-TFM_VECTOR_CLONES void normalize_rows(const float* logits, int64_t width, float* out, int64_t begin, int64_t end) {
-  for (int64_t r = begin; r < end; ++r) out[r] = row_log_normalizer(logits + r * width, width);
+/// Where normalize_rows() reads and writes: logits [N, V], normalizers [N], block maxima [N, blocks].
+template <typename T>
+struct NormalizerViews {
+  const T* logits;
+  float* normalizers;
+  float* block_maxima;
+  int64_t width, blocks;
+};
+
+template <typename T>
+TFM_ALWAYS_INLINE void normalize(const NormalizerViews<T>& v, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    const T* row = v.logits + r * v.width;
+    float* maxima = v.block_maxima + r * v.blocks;
+    float max = kRowNegInf;
+    for (int64_t b = 0; b < v.blocks; ++b) {
+      const int64_t first = b * kLogitBlock;
+      maxima[b] = row_max(row + first, std::min(kLogitBlock, v.width - first));
+      max = std::max(max, maxima[b]);
+    }
+    v.normalizers[r] = max == kRowNegInf ? kRowNegInf : max + std::log(row_exp_sum(row, v.width, max));
+  }
 }
-TFM_VECTOR_CLONES void normalize_rows(const c10::BFloat16* logits, int64_t width, float* out, int64_t begin,
-                                      int64_t end) {
-  for (int64_t r = begin; r < end; ++r) out[r] = row_log_normalizer(logits + r * width, width);
+
+TFM_VECTOR_CLONES void normalize_rows(const NormalizerViews<float>& v, int64_t begin, int64_t end) {
+  normalize(v, begin, end);
+}
+TFM_VECTOR_CLONES void normalize_rows(const NormalizerViews<c10::BFloat16>& v, int64_t begin, int64_t end) {
+  normalize(v, begin, end);
+}
+
+template <typename T>
+void normalize_all(const torch::Tensor& rows, LogNormalizers& out) {
+  const NormalizerViews<T> views{rows.data_ptr<T>(), out.normalizers.data_ptr<float>(),
+                                 out.block_maxima.data_ptr<float>(), rows.size(1), out.block_maxima.size(1)};
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, views.width));
+  at::parallel_for(0, rows.size(0), grain, [&](int64_t begin, int64_t end) { normalize_rows(views, begin, end); });
 }
 
 }  // namespace
@@ -27,20 +58,17 @@ bool log_normalizers_supported(const torch::Tensor& logits) {
          (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kBFloat16);
 }
 
-torch::Tensor log_normalizers(const torch::Tensor& logits) {
+LogNormalizers log_normalizers(const torch::Tensor& logits) {
   TORCH_CHECK(log_normalizers_supported(logits), "log_normalizers: [N, V] float32 or bfloat16 CPU logits");
   const auto rows = logits.contiguous();
   const int64_t count = rows.size(0), width = rows.size(1);
-  auto out = torch::empty({count}, torch::kFloat32);
-  float* out_data = out.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width));
-  at::parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
-    if (rows.scalar_type() == torch::kFloat32) {
-      normalize_rows(rows.data_ptr<float>(), width, out_data, begin, end);
-    } else {
-      normalize_rows(rows.data_ptr<c10::BFloat16>(), width, out_data, begin, end);
-    }
-  });
+  LogNormalizers out{torch::empty({count}, torch::kFloat32),
+                     torch::empty({count, (width + kLogitBlock - 1) / kLogitBlock}, torch::kFloat32)};
+  if (rows.scalar_type() == torch::kFloat32) {
+    normalize_all<float>(rows, out);
+  } else {
+    normalize_all<c10::BFloat16>(rows, out);
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The fused candidate selection against LibTorch's topk over the written-out sums.
 #include "decode/beam_top_k.h"
 
+#include "model/log_normalizer.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,11 +13,12 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void expect_as_topk(const torch::Tensor& log_probs, const torch::Tensor& beam_scores, int64_t beam, int64_t count) {
+void expect_as_topk(const torch::Tensor& log_probs, const torch::Tensor& beam_scores, int64_t beam, int64_t count,
+                    const torch::Tensor& block_maxima = {}) {
   const int64_t sentences = log_probs.size(0) / beam;
   const auto totals = (beam_scores.unsqueeze(1) + log_probs).view({sentences, -1});
   const auto [expected_scores, expected_ids] = totals.topk(count);
-  const auto [scores, ids] = beam_top_k(log_probs, beam_scores, beam, count);
+  const auto [scores, ids] = beam_top_k(log_probs, beam_scores, beam, count, block_maxima);
   ASSERT_EQ(scores.sizes(), expected_scores.sizes());
   EXPECT_TRUE(torch::equal(scores, expected_scores)) << scores << expected_scores;
   // Ids agree wherever the score is finite (-inf slots are unused and their ids arbitrary).
@@ -59,6 +62,34 @@ TEST(BeamTopK, EmptySlotsAndMaskedCellsNeverBeatRealCandidates) {
   expect_as_topk(log_probs, beam_scores, beam, 2 * beam);
   const auto [scores, ids] = beam_top_k(log_probs, beam_scores, beam, 2 * beam);
   for (int64_t i = 0; i < 2 * beam; ++i) EXPECT_LT(ids[0][i].item<int64_t>(), width);  // all from beam 0
+}
+
+TEST(BeamTopK, BlockMaximaSkipOnlyBlocksThatCannotEnter) {
+  torch::manual_seed(14);
+  const int64_t beam = 4, sentences = 3;
+  for (const int64_t width : {int64_t{40}, 3 * kLogitBlock + 17}) {
+    auto log_probs = torch::log_softmax(torch::randn({sentences * beam, width}) * 3, -1);
+    log_probs[5].fill_(-std::numeric_limits<float>::infinity());  // a masked row: its blocks' maxima are -inf
+    const auto beam_scores = -torch::rand({sentences * beam}) * 10;
+    const auto maxima = log_normalizers(log_probs).block_maxima;
+    expect_as_topk(log_probs, beam_scores, beam, 2 * beam, maxima);
+    expect_as_topk(log_probs, beam_scores, beam, 2 * beam, maxima + 1.0);  // looser bounds: the same result
+  }
+}
+
+TEST(BeamTopK, ABlockItsMaximumRulesOutIsNotRead) {
+  // Row 0's best cells are in its first block; a bound of -inf there says no cell of it can enter.
+  const int64_t width = 2 * kLogitBlock;
+  auto log_probs = torch::full({1, width}, -5.0F);
+  log_probs[0][3] = -1.0F;
+  auto maxima = log_normalizers(log_probs).block_maxima;
+  const auto [all_scores, all_ids] = beam_top_k(log_probs, torch::zeros({1}), 1, 2, maxima);
+  EXPECT_EQ(all_ids[0][0].item<int64_t>(), 3);
+  maxima[0][0] = -std::numeric_limits<float>::infinity();
+  const auto [scores, ids] = beam_top_k(log_probs, torch::zeros({1}), 1, 2, maxima);
+  EXPECT_GE(ids[0][0].item<int64_t>(), kLogitBlock);
+  EXPECT_GE(ids[0][1].item<int64_t>(), kLogitBlock);
+  EXPECT_THROW(beam_top_k(log_probs, torch::zeros({1}), 1, 2, maxima.narrow(1, 0, 1)), c10::Error);
 }
 
 TEST(BeamTopK, TiesGoToTheLowerId) {

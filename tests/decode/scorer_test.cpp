@@ -25,11 +25,14 @@ void expect_step_scores_equal_log_probs(torch::Dtype dtype) {
   auto last = torch::full({2}, kBosId, torch::kLong);
   for (int step = 0; step < 3; ++step) {
     const auto log_probs = scorer.step(last, *written);  // [2, V] float32
-    const auto [values, row_offsets] = scorer.step_scores(last, *fused);
+    const auto [values, row_offsets, block_maxima] = scorer.step_scores(last, *fused);
     ASSERT_TRUE(row_offsets.defined());  // on the CPU, always: the logits are never normalized in place
     ASSERT_EQ(values.scalar_type(), dtype);
     const auto combined = values.to(torch::kFloat32) + row_offsets.unsqueeze(1);
     ASSERT_TENSOR_NEAR(combined, log_probs, 1e-5) << "step " << step;
+    // One block here (V < kLogitBlock): each row's largest value.
+    ASSERT_EQ(block_maxima.sizes(), torch::IntArrayRef({2, 1}));
+    EXPECT_TRUE(torch::equal(block_maxima.squeeze(1), std::get<0>(values.to(torch::kFloat32).max(1))));
     last = torch::tensor({5 + step, 20 - step}, torch::kLong);
   }
 }
