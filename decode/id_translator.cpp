@@ -9,6 +9,7 @@
 #include "decode/scorer.h"
 #include "decode/search_strategy.h"
 #include "model/linear.h"
+#include "model/parameter_init.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "text/option_names.h"
@@ -84,7 +85,11 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
   }
   if (matches) return model;
-  Transformer copy(model->config());
+  Transformer copy(nullptr);
+  {
+    const SkipParameterInit every_parameter_is_copied_next;
+    copy = Transformer(model->config());
+  }
   {
     torch::NoGradGuard no_grad;
     const auto parameters = model->named_parameters();

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "model/dropout.h"
+#include "model/parameter_init.h"
 #include "model/step_attention.h"
 #include "runtime/kernels.h"
 
@@ -34,27 +35,30 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& 
   TORCH_CHECK(d % options.heads() == 0, "d_model must be divisible by heads");
   if (options.self_attention()) {
     in_proj = register_module("in_proj", Linear(LinearOptions(d, 3 * d)));
-    // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
-    torch::NoGradGuard no_grad;
-    for (const auto& block : in_proj->weight.chunk(3, 0)) torch::nn::init::xavier_uniform_(block);
-    in_proj->bias.zero_();
   } else {
     q_proj = register_module("q_proj", Linear(LinearOptions(d, d)));
     kv_proj = register_module("kv_proj", Linear(LinearOptions(d, 2 * d)));
-    torch::NoGradGuard no_grad;
+  }
+  out_proj = register_module("out_proj", Linear(LinearOptions(d, d)));
+  if (!parameter_init_skipped()) initialise_projections();
+  scorer = register_module(
+      "scorer", AttentionScorer(AttentionScorerOptions(options.score(), options.heads(), d / options.heads())));
+}
+
+void MultiHeadAttentionImpl::initialise_projections() {
+  torch::NoGradGuard no_grad;
+  if (in_proj) {
+    // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
+    for (const auto& block : in_proj->weight.chunk(3, 0)) torch::nn::init::xavier_uniform_(block);
+    in_proj->bias.zero_();
+  } else {
     torch::nn::init::xavier_uniform_(q_proj->weight);
     for (const auto& block : kv_proj->weight.chunk(2, 0)) torch::nn::init::xavier_uniform_(block);
     q_proj->bias.zero_();
     kv_proj->bias.zero_();
   }
-  out_proj = register_module("out_proj", Linear(LinearOptions(d, d)));
-  {
-    torch::NoGradGuard no_grad;
-    torch::nn::init::xavier_uniform_(out_proj->weight);
-    out_proj->bias.zero_();
-  }
-  scorer = register_module(
-      "scorer", AttentionScorer(AttentionScorerOptions(options.score(), options.heads(), d / options.heads())));
+  torch::nn::init::xavier_uniform_(out_proj->weight);
+  out_proj->bias.zero_();
 }
 
 std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tensor& projected, int64_t n) const {

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "model/dropout.h"
+#include "model/parameter_init.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -22,6 +23,7 @@ torch::Tensor sinusoidal_positions(int64_t first, int64_t length, int64_t d_mode
 
 torch::nn::Embedding make_token_embedding(int64_t vocab_size, int64_t d_model) {
   torch::nn::Embedding embedding(torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(kPadId));
+  if (parameter_init_skipped()) return embedding;
   torch::NoGradGuard no_grad;
   embedding->weight.normal_(0.0, std::pow(static_cast<double>(d_model), -0.5));
   embedding->weight[kPadId].zero_();
@@ -32,6 +34,7 @@ TokenAndPositionImpl::TokenAndPositionImpl(const ModelConfig& config, torch::nn:
     : tokens(std::move(tokens_)), config_(config), scale_(std::sqrt(static_cast<double>(config.d_model))) {
   if (config.positions == PositionEncoding::kLearned) {
     positions = register_module("positions", torch::nn::Embedding(config.max_positions, config.d_model));
+    if (parameter_init_skipped()) return;
     torch::NoGradGuard no_grad;
     positions->weight.normal_(0.0, std::pow(static_cast<double>(config.d_model), -0.5));
   }

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "model/dropout.h"
+#include "model/parameter_init.h"
 
 namespace tfm {
 
@@ -10,6 +11,7 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
     : w1(register_module("w1", Linear(LinearOptions(options_.d_model(), options_.d_ff())))),
       w2(register_module("w2", Linear(LinearOptions(options_.d_ff(), options_.d_model())))),
       options(options_) {
+  if (parameter_init_skipped()) return;
   torch::NoGradGuard no_grad;
   for (auto* layer : {&w1, &w2}) {
     torch::nn::init::xavier_uniform_((*layer)->weight);

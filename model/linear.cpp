@@ -4,11 +4,14 @@
 
 #include <torch/torch.h>
 
+#include "model/parameter_init.h"
+
 namespace tfm {
 
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
   weight = register_parameter("weight", torch::empty({options.out_features(), options.in_features()}));
   bias = register_parameter("bias", torch::empty({options.out_features()}));
+  if (parameter_init_skipped()) return;
   // torch::nn::Linear's initialisation: kaiming-uniform weights, bias uniform in +-1/sqrt(in).
   torch::NoGradGuard no_grad;
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));

@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "model/parameter_init.h"
 #include "model/zip_checksums.h"
 #include "runtime/durable_file.h"
 
@@ -241,7 +242,10 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
     throw std::runtime_error(origin + ": not a tfm model file (no tokenizer)");
   }
   loaded.tokenizer_proto = tensor_to_bytes(tokenizer, origin + ": the tokenizer");
-  loaded.model = Transformer(loaded.config);
+  {
+    const SkipParameterInit every_parameter_is_loaded_next;  // load_weights() requires each one
+    loaded.model = Transformer(loaded.config);
+  }
   torch::serialize::InputArchive weights;
   if (!archive.try_read("weights", weights)) throw std::runtime_error(origin + ": no weights");
   nlohmann::json checksums;  // null: a file from before checksums
