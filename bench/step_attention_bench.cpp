@@ -2,30 +2,18 @@
 // with float32 and with bfloat16 keys and values under a float32 query (int8 decoding's caches).
 // Built on demand: bench/step_attention.sh.
 //   tfm-step-attention-bench [SENTENCES] [POSITIONS] [REPEATS]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include <torch/torch.h>
 
+#include "best_ms.h"  // beside this file
 #include "model/step_attention.h"
 
 namespace {
 
+using tfm::bench::best_ms;
 constexpr int64_t kBeam = 4, kHeads = 8, kHeadDim = 64;  // base size: d_model 512
-
-/// Milliseconds per call of `call`, the best of three rounds of `repeats` calls.
-template <typename Call>
-double best_ms(int repeats, Call call) {
-  double best = 1e30;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < repeats; ++i) call();
-    const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
-    best = std::min(best, spent.count() / repeats);
-  }
-  return best;
-}
 
 }  // namespace
 
