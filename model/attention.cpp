@@ -30,35 +30,39 @@ torch::Tensor attend(const torch::Tensor& scores, const torch::Tensor& v, const 
   return torch::matmul(weights, v);  // [B, H, T, Dh]
 }
 
+namespace {
+
+/// Xavier-uniform weights over each of `blocks` equal row blocks, and a zero bias.
+void xavier_blocks(Linear& projection, int64_t blocks) {
+  torch::NoGradGuard no_grad;
+  for (const auto& block : projection->weight.chunk(blocks, 0)) torch::nn::init::xavier_uniform_(block);
+  projection->bias.zero_();
+}
+
+}  // namespace
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options_) : options(options_) {
   const int64_t d = options.d_model();
   TORCH_CHECK(d % options.heads() == 0, "d_model must be divisible by heads");
+  // Each projection is initialised as soon as it exists: the order of random draws, and so a
+  // seed's model, stays what it was.
+  const bool initialise = !parameter_init_skipped();
   if (options.self_attention()) {
     in_proj = register_module("in_proj", Linear(LinearOptions(d, 3 * d)));
+    // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
+    if (initialise) xavier_blocks(in_proj, 3);
   } else {
     q_proj = register_module("q_proj", Linear(LinearOptions(d, d)));
     kv_proj = register_module("kv_proj", Linear(LinearOptions(d, 2 * d)));
+    if (initialise) {
+      xavier_blocks(q_proj, 1);
+      xavier_blocks(kv_proj, 2);
+    }
   }
   out_proj = register_module("out_proj", Linear(LinearOptions(d, d)));
-  if (!parameter_init_skipped()) initialise_projections();
+  if (initialise) xavier_blocks(out_proj, 1);
   scorer = register_module(
       "scorer", AttentionScorer(AttentionScorerOptions(options.score(), options.heads(), d / options.heads())));
-}
-
-void MultiHeadAttentionImpl::initialise_projections() {
-  torch::NoGradGuard no_grad;
-  if (in_proj) {
-    // Xavier over each [D, D] block, as if W^Q, W^K, W^V were separate matrices.
-    for (const auto& block : in_proj->weight.chunk(3, 0)) torch::nn::init::xavier_uniform_(block);
-    in_proj->bias.zero_();
-  } else {
-    torch::nn::init::xavier_uniform_(q_proj->weight);
-    for (const auto& block : kv_proj->weight.chunk(2, 0)) torch::nn::init::xavier_uniform_(block);
-    q_proj->bias.zero_();
-    kv_proj->bias.zero_();
-  }
-  torch::nn::init::xavier_uniform_(out_proj->weight);
-  out_proj->bias.zero_();
 }
 
 std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tensor& projected, int64_t n) const {

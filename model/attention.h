@@ -84,8 +84,6 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 
  private:
   /// [B, T, n*D] -> n tensors of [B, H, T, Dh]
-  /// Xavier-uniform projection weights and zero biases (skipped under SkipParameterInit).
-  void initialise_projections();
   std::vector<torch::Tensor> split_heads(const torch::Tensor& projected, int64_t n) const;
 };
 TORCH_MODULE(MultiHeadAttention);
