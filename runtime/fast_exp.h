@@ -6,29 +6,39 @@
 
 namespace tfm {
 
+/// The integers of a float type's width: int32_t for float (runtime/float_lanes.h adds its lanes).
+template <typename Floats>
+struct IntsOf;
+template <>
+struct IntsOf<float> {
+  using type = int32_t;
+};
+
 /// e^x for x <= 0 (a softmax's x - max), to within a few float ulps (Cephes' expf polynomial),
 /// written with plain arithmetic so that a loop of it vectorizes (libm's expf does not). Below
-/// -87, where e^x < 2^-125, it is 0, as for -inf (a masked key).
-TFM_ALWAYS_INLINE float exp_nonpositive(float input) {
-  const float x = input < -87.0F ? -87.0F : input;
+/// -87, where e^x < 2^-125, it is 0, as for -inf (a masked key). Floats: float, or FloatLanes
+/// (the same operations lane by lane, so the same results).
+template <typename Floats>
+TFM_ALWAYS_INLINE Floats exp_nonpositive(Floats input) {
+  using Ints = typename IntsOf<Floats>::type;
+  const Floats x = input < -87.0F ? Floats{} - 87.0F : input;
   constexpr float kRound = 12582912.0F;  // 1.5 * 2^23: adding it rounds to an integer
-  const float shifted = x * 1.44269504F + kRound;
-  const float n = shifted - kRound;                              // round(x / ln 2)
-  const float f = (x - n * 0.693359375F) - n * -2.12194440e-4F;  // x - n ln 2, in two parts
-  float p = 1.9875691500e-4F;
+  const Floats shifted = x * 1.44269504F + kRound;
+  const Floats n = shifted - kRound;                              // round(x / ln 2)
+  const Floats f = (x - n * 0.693359375F) - n * -2.12194440e-4F;  // x - n ln 2, in two parts
+  Floats p = Floats{} + 1.9875691500e-4F;
   p = p * f + 1.3981999507e-3F;
   p = p * f + 8.3334519073e-3F;
   p = p * f + 4.1665795894e-2F;
   p = p * f + 1.6666665459e-1F;
   p = p * f + 5.0000001201e-1F;
-  const float mantissa = p * f * f + f + 1.0F;
-  int32_t bits = 0;
+  const Floats mantissa = p * f * f + f + 1.0F;
+  Ints bits;
   std::memcpy(&bits, &shifted, sizeof bits);
-  const int32_t exponent = (bits - 0x4B400000) + 127;  // n + 127, from shifted's low bits
-  const int32_t scale_bits = exponent << 23;
-  float scale = 0.0F;
+  const Ints scale_bits = ((bits - 0x4B400000) + 127) << 23;  // 2^n, from shifted's low bits (n + 127)
+  Floats scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
-  return input < -87.0F ? 0.0F : mantissa * scale;
+  return input < -87.0F ? Floats{} : mantissa * scale;
 }
 
 }  // namespace tfm

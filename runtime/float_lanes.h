@@ -16,6 +16,10 @@ namespace tfm {
 
 using FloatLanes = float __attribute__((vector_size(kVectorLanes * sizeof(float))));
 using IntLanes = int32_t __attribute__((vector_size(kVectorLanes * sizeof(int32_t))));
+template <>
+struct IntsOf<FloatLanes> {  // for exp_nonpositive(FloatLanes), runtime/fast_exp.h
+  using type = IntLanes;
+};
 
 /// Every lane x.
 TFM_ALWAYS_INLINE FloatLanes splat(float x) { return FloatLanes{} + x; }
@@ -61,28 +65,6 @@ TFM_ALWAYS_INLINE float max_of_lanes(FloatLanes v) {
   v = max_lanes(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
   v = max_lanes(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
   return v[0];
-}
-
-/// exp_nonpositive (runtime/fast_exp.h) lane by lane: the same operations, so the same results.
-TFM_ALWAYS_INLINE FloatLanes exp_nonpositive(FloatLanes input) {
-  const FloatLanes x = input < -87.0F ? splat(-87.0F) : input;
-  constexpr float kRound = 12582912.0F;  // 1.5 * 2^23: adding it rounds to an integer
-  const FloatLanes shifted = x * 1.44269504F + kRound;
-  const FloatLanes n = shifted - kRound;                              // round(x / ln 2)
-  const FloatLanes f = (x - n * 0.693359375F) - n * -2.12194440e-4F;  // x - n ln 2, in two parts
-  FloatLanes p = splat(1.9875691500e-4F);
-  p = p * f + 1.3981999507e-3F;
-  p = p * f + 8.3334519073e-3F;
-  p = p * f + 4.1665795894e-2F;
-  p = p * f + 1.6666665459e-1F;
-  p = p * f + 5.0000001201e-1F;
-  const FloatLanes mantissa = p * f * f + f + 1.0F;
-  IntLanes bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  const IntLanes scale_bits = ((bits - 0x4B400000) + 127) << 23;  // 2^n, from shifted's low bits
-  FloatLanes scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  return input < -87.0F ? splat(0.0F) : mantissa * scale;
 }
 
 }  // namespace tfm
