@@ -32,7 +32,7 @@ TFM_ALWAYS_INLINE void normalize(const NormalizerViews<T>& v, int64_t begin, int
       maxima[b] = row_max(row + first, std::min(kLogitBlock, v.width - first));
       max = std::max(max, maxima[b]);
     }
-    v.normalizers[r] = max == kRowNegInf ? kRowNegInf : max + std::log(row_exp_sum(row, v.width, max));
+    v.normalizers[r] = row_log_normalizer(row, v.width, max);
   }
 }
 

@@ -44,12 +44,17 @@ TFM_ALWAYS_INLINE float row_exp_sum(const T* row, int64_t width, float max) {
   return sum_in_lane_order(lanes, first);
 }
 
+/// log sum_c e^row[c], given max = row_max(row, width); -inf for a row of -inf
+template <typename T>
+TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width, float max) {
+  if (max == kRowNegInf) return kRowNegInf;
+  return max + std::log(row_exp_sum(row, width, max));
+}
+
 /// log sum_c e^row[c]; -inf for a row of -inf
 template <typename T>
 TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width) {
-  const float max = row_max(row, width);
-  if (max == kRowNegInf) return kRowNegInf;
-  return max + std::log(row_exp_sum(row, width, max));
+  return row_log_normalizer(row, width, row_max(row, width));
 }
 
 /// sum_c row[c]
