@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "runtime/fast_exp.h"
+#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -32,24 +33,20 @@ struct StepViews {
   float sqrt_head_dim;
 };
 
-template <typename T>
-TFM_ALWAYS_INLINE float dot(const float* query, const T* key, int64_t n) {
-  float lanes[kVectorLanes] = {};
-  int64_t d = 0;
-  for (; d + kVectorLanes <= n; d += kVectorLanes) {
-    for (int64_t j = 0; j < kVectorLanes; ++j) lanes[j] += query[d + j] * static_cast<float>(key[d + j]);
-  }
-  for (; d < n; ++d) lanes[0] += query[d] * static_cast<float>(key[d]);
-  return sum_of_lanes(lanes);
-}
-
-/// (row, head, query) items computed together. Their scores and sums are walked position by
-/// position: at one position a block's keys lie side by side in a time-major cache, so the block
-/// streams through it instead of jumping a page for every key.
+/// (row, head, query) items computed together. Their scores are computed position by position:
+/// at one position a block's keys lie side by side in a time-major cache, so the block streams
+/// through it instead of jumping a page for every key. Their weighted sums of values are then taken
+/// item by item, each sum held in registers (bench/step_attention.sh: faster than walking the
+/// positions once for the whole block with the sums in memory).
 constexpr int64_t kBlockItems = 32;
+/// Items whose scores one vector holds: a block's scores are computed, and its softmax taken, this
+/// many items at a time, one item per lane.
+constexpr int64_t kGroupItems = kVectorLanes;
+static_assert(kBlockItems % kGroupItems == 0, "a block is whole groups");
 
-/// Workspace of one thread: per item of a block, scores [S], the scaled query and the weighted
-/// sum of values [Dh].
+/// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
+/// scores at a position are one vector), and per item the scaled query and the weighted sum of
+/// values [Dh].
 struct Scratch {
   std::vector<float> scores, queries, sums;
   Scratch(int64_t keys, int64_t head_dim)
@@ -78,58 +75,123 @@ TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t i
           a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim, first};
 }
 
-/// Scores [S] -> softmax weights in place; false when no key may be attended to.
-TFM_ALWAYS_INLINE bool softmax_in_place(float* scores, int64_t first, int64_t length) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t s = first; s < length; ++s) max = scores[s] > max ? scores[s] : max;
-  if (max == -std::numeric_limits<float>::infinity()) return false;
-  float total = 0.0F;
-  for (int64_t s = first; s < length; ++s) {
-    scores[s] = exp_nonpositive(scores[s] - max);
-    total += scores[s];
+/// The scores of a group's items (one per lane) at position s: q k / sqrt(Dh) + bias, -inf where
+/// an item does not attend s. Each dot product adds its products in 16 lanes (the last head_dim %
+/// 16 into lane 0) and then the lanes.
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE FloatLanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
+                                          int64_t s) {
+  const int64_t head_dim = a.head_dim, whole = head_dim / kVectorLanes * kVectorLanes;
+  FloatLanes products[kGroupItems];
+  for (int64_t i = 0; i < kGroupItems; ++i) {
+    const float* query = queries + i * head_dim;
+    const K* key = items[i].keys + s * a.k_s;
+    FloatLanes sum{};
+    for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes(query + d) * load_lanes(key + d);
+    for (int64_t d = whole; d < head_dim; ++d) sum[0] += query[d] * static_cast<float>(key[d]);
+    products[i] = sum;
   }
-  const float inverse_total = 1.0F / total;
-  for (int64_t s = first; s < length; ++s) scores[s] *= inverse_total;
-  return true;
+  FloatLanes scores = sums_of_lanes(products);
+  if (a.bias != nullptr) {
+    float bias[kGroupItems];
+    for (int64_t i = 0; i < kGroupItems; ++i) bias[i] = static_cast<float>(items[i].bias[s * a.bias_s]);
+    scores += load_lanes(bias);
+  }
+  float masked[kGroupItems];
+  for (int64_t i = 0; i < kGroupItems; ++i)
+    masked[i] = s < items[i].first ? -std::numeric_limits<float>::infinity() : 0.0F;
+  return load_lanes(masked) < 0.0F ? load_lanes(masked) : scores;
+}
+
+/// A group's scores [S, kBlockItems] at positions [first, length) -> softmax weights in place,
+/// each lane (item) over its positions. -> per lane, whether the item attends any key.
+TFM_ALWAYS_INLINE IntLanes group_softmax(float* scores, int64_t first, int64_t length) {
+  FloatLanes max = splat(-std::numeric_limits<float>::infinity());
+  for (int64_t s = first; s < length; ++s) max = max_lanes(load_lanes(scores + s * kBlockItems), max);
+  const IntLanes attends = max != splat(-std::numeric_limits<float>::infinity());
+  FloatLanes total{};
+  for (int64_t s = first; s < length; ++s) {
+    const FloatLanes weight = exp_nonpositive(load_lanes(scores + s * kBlockItems) - max);
+    store_lanes(scores + s * kBlockItems, weight);
+    total += weight;
+  }
+  const FloatLanes inverse_total = 1.0F / total;
+  for (int64_t s = first; s < length; ++s) {
+    store_lanes(scores + s * kBlockItems, load_lanes(scores + s * kBlockItems) * inverse_total);
+  }
+  return attends;
+}
+
+/// sum[c * 16 .. c * 16 + 16 * Chunks) = the sum over positions [first, length) of weight[s] x
+/// value[s] there, each lane's products added in position order: Chunks vectors of the sum are
+/// held in registers while the positions stream by, instead of loaded and stored at each.
+template <int64_t Chunks, typename K>
+TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const float* weights, int64_t first,
+                                             int64_t length, float* sum) {
+  FloatLanes lanes[Chunks] = {};
+  for (int64_t s = first; s < length; ++s) {
+    const FloatLanes weight = splat(weights[s * kBlockItems]);
+    const K* value = values + s * value_stride;
+    for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes(value + c * kVectorLanes);
+  }
+  for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + c * kVectorLanes, lanes[c]);
+}
+
+/// One item's sum [Dh] over positions [first, length) of weight[s * kBlockItems] x values[s].
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const K* values, const float* weights, int64_t first,
+                                       float* sum) {
+  const int64_t head_dim = a.head_dim, length = a.keys;
+  int64_t d = 0;
+  for (; d + 4 * kVectorLanes <= head_dim; d += 4 * kVectorLanes) {
+    weighted_value_chunks<4>(values + d, a.v_s, weights, first, length, sum + d);
+  }
+  for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
+    weighted_value_chunks<1>(values + d, a.v_s, weights, first, length, sum + d);
+  }
+  for (; d < head_dim; ++d) {
+    float total = 0.0F;
+    for (int64_t s = first; s < length; ++s)
+      total += weights[s * kBlockItems] * static_cast<float>(values[s * a.v_s + d]);
+    sum[d] = total;
+  }
 }
 
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
 template <typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
   const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
+  const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
   ItemViews<Q, K> items[kBlockItems];
   int64_t block_first = length;
   for (int64_t i = 0; i < count; ++i) {
     items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
     block_first = std::min(block_first, items[i].first);
   }
+  for (int64_t i = count; i < groups * kGroupItems; ++i) {  // a short group's spare lanes attend nothing
+    items[i] = items[0];
+    items[i].first = length;
+    std::copy_n(&scratch.queries[0], head_dim, &scratch.queries[i * head_dim]);
+  }
 
+  float* scores = scratch.scores.data();
   for (int64_t s = block_first; s < length; ++s) {
-    for (int64_t i = 0; i < count; ++i) {
-      if (s < items[i].first) continue;
-      float score = dot(&scratch.queries[i * head_dim], items[i].keys + s * a.k_s, head_dim);
-      if (items[i].bias != nullptr) score += static_cast<float>(items[i].bias[s * a.bias_s]);
-      scratch.scores[i * length + s] = score;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t item = g * kGroupItems;
+      store_lanes(scores + s * kBlockItems + item, group_scores(a, items + item, &scratch.queries[item * head_dim], s));
     }
   }
-  bool attends[kBlockItems];
-  for (int64_t i = 0; i < count; ++i)
-    attends[i] = softmax_in_place(&scratch.scores[i * length], items[i].first, length);
+  IntLanes attends[kBlockItems / kGroupItems];
+  for (int64_t g = 0; g < groups; ++g) attends[g] = group_softmax(scores + g * kGroupItems, block_first, length);
 
   float* sums = scratch.sums.data();
-  std::fill(sums, sums + count * head_dim, 0.0F);
-  for (int64_t s = block_first; s < length; ++s) {
-    for (int64_t i = 0; i < count; ++i) {
-      if (s < items[i].first) continue;
-      const float weight = scratch.scores[i * length + s];
-      const K* value = items[i].values + s * a.v_s;
-      float* sum = sums + i * head_dim;
-      for (int64_t d = 0; d < head_dim; ++d) sum[d] += weight * static_cast<float>(value[d]);
-    }
+  for (int64_t i = 0; i < count; ++i) {
+    weighted_values(a, items[i].values, scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
   }
   for (int64_t i = 0; i < count; ++i) {
+    const bool attended = attends[i / kGroupItems][i % kGroupItems] != 0;
     for (int64_t d = 0; d < head_dim; ++d) {  // a query with no key gets zeros
-      items[i].out[d] = static_cast<Q>(attends[i] ? sums[i * head_dim + d] : 0.0F);
+      items[i].out[d] = static_cast<Q>(attended ? sums[i * head_dim + d] : 0.0F);
     }
   }
 }

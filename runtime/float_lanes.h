@@ -67,4 +67,30 @@ TFM_ALWAYS_INLINE float max_of_lanes(FloatLanes v) {
   return v[0];
 }
 
+/// Lane i of the result: the sum of v[i]'s lanes, added in sum_of_lanes()'s order (lane j with
+/// j + 8, then + 4, + 2, + 1), so bit for bit the same; 15 vector additions for 16 sums instead of
+/// 16 dependent chains of 4.
+TFM_ALWAYS_INLINE FloatLanes sums_of_lanes(const FloatLanes (&v)[kVectorLanes]) {
+  static_assert(kVectorLanes == 16, "the shuffles below halve 16 lanes");
+  FloatLanes halves[8], quarters[4], eighths[2];
+  for (int j = 0; j < 8; ++j) {  // items 2j, 2j+1: lanes 0..7 of each, + lanes 8..15
+    const FloatLanes a = v[2 * j], b = v[2 * j + 1];
+    halves[j] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  }
+  for (int j = 0; j < 4; ++j) {  // items 4j .. 4j+3, four lanes each
+    const FloatLanes a = halves[2 * j], b = halves[2 * j + 1];
+    quarters[j] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+                  __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  }
+  for (int j = 0; j < 2; ++j) {  // items 8j .. 8j+7, two lanes each
+    const FloatLanes a = quarters[2 * j], b = quarters[2 * j + 1];
+    eighths[j] = __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+                 __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  }
+  const FloatLanes a = eighths[0], b = eighths[1];
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+         __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
 }  // namespace tfm

@@ -79,5 +79,24 @@ TEST(FloatLanes, MaxOfLanesFindsTheLargestWherever) {
   }
 }
 
+TEST(FloatLanes, SumsOfLanesEqualEachVectorsSumOfLanesBitForBit) {
+  // Values of many magnitudes and signs, so that a different order of additions rounds differently.
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> exponent(-20.0F, 20.0F), sign(-1.0F, 1.0F);
+  for (int round = 0; round < 200; ++round) {
+    FloatLanes v[kVectorLanes];
+    for (auto& vector : v) {
+      for (int64_t lane = 0; lane < kVectorLanes; ++lane)
+        vector[lane] = sign(generator) * std::exp2(exponent(generator));
+    }
+    const FloatLanes sums = sums_of_lanes(v);
+    for (int64_t i = 0; i < kVectorLanes; ++i) {
+      float lanes[kVectorLanes];
+      std::memcpy(lanes, &v[i], sizeof lanes);
+      ASSERT_EQ(bits_of(sums[i]), bits_of(sum_of_lanes(lanes))) << "vector " << i << ", round " << round;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tfm
