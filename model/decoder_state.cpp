@@ -55,26 +55,50 @@ bool reorders_in_place(const int64_t* index, int64_t rows, int64_t old_rows, int
   return true;
 }
 
-/// Reorders the `filled` positions of a time-major cache [capacity, N, H, Dh] in place (see
-/// reorders_in_place), copying only the rows that change; the cache becomes its first N' rows.
-/// No buffer is allocated: the rows of a position stay where they were, N' of N in use.
-void reorder_in_place(torch::Tensor& cache, const int64_t* index, int64_t rows, int64_t group, int64_t filled) {
+/// The row copies of an in-place reorder (see reorders_in_place), the same at every position.
+struct InPlaceMoves {
+  /// Rows whose source is itself overwritten by the reorder: read into a buffer before any write.
+  std::vector<std::pair<int64_t, int64_t>> buffered;  // (destination, source)
+  /// Rows whose source stays as it is (or lies in a later block, written only after this one):
+  /// copied directly, once.
+  std::vector<std::pair<int64_t, int64_t>> direct;  // (destination, source)
+};
+
+/// Which rows of new row i <- old row index[i] (i < rows, blocks of `group`) move, and which of
+/// them need a buffer: a row's source needs one only if the same block overwrites it.
+InPlaceMoves in_place_moves(const int64_t* index, int64_t rows, int64_t group) {
+  InPlaceMoves moves;
+  for (int64_t first = 0; first < rows; first += group) {
+    for (int64_t i = first; i < first + group; ++i) {
+      const int64_t source = index[i];
+      if (source == i) continue;
+      const bool overwritten = source >= first && source < first + group && index[source] != source;
+      (overwritten ? moves.buffered : moves.direct).emplace_back(i, source);
+    }
+  }
+  return moves;
+}
+
+/// Applies `moves` to the `filled` positions of a time-major cache [capacity, N, H, Dh] in place;
+/// the cache becomes its first `rows` rows. No buffer is allocated but one for the buffered rows
+/// of a position: the rows of a position stay where they were, N' of N in use.
+void reorder_in_place(torch::Tensor& cache, const InPlaceMoves& moves, int64_t rows, int64_t filled) {
   const int64_t row_bytes = cache.stride(1) * cache.element_size();
   const int64_t position_bytes = cache.stride(0) * cache.element_size();
   auto* base = static_cast<char*>(cache.data_ptr());
   at::parallel_for(0, filled, 1, [&](int64_t begin, int64_t end) {
-    std::vector<char> moved(group * row_bytes);
+    std::vector<char> moved(moves.buffered.size() * row_bytes);
     for (int64_t t = begin; t < end; ++t) {
       char* position = base + t * position_bytes;
-      for (int64_t first = 0; first < rows; first += group) {
-        // All of the block's reads before its writes: a row may be another's source.
-        for (int64_t i = first; i < first + group; ++i) {
-          if (index[i] != i)
-            std::memcpy(moved.data() + (i - first) * row_bytes, position + index[i] * row_bytes, row_bytes);
-        }
-        for (int64_t i = first; i < first + group; ++i) {
-          if (index[i] != i) std::memcpy(position + i * row_bytes, moved.data() + (i - first) * row_bytes, row_bytes);
-        }
+      // All buffered reads before any write: a buffered row's source is another's destination.
+      for (size_t m = 0; m < moves.buffered.size(); ++m) {
+        std::memcpy(moved.data() + m * row_bytes, position + moves.buffered[m].second * row_bytes, row_bytes);
+      }
+      for (const auto& [destination, source] : moves.direct) {
+        std::memcpy(position + destination * row_bytes, position + source * row_bytes, row_bytes);
+      }
+      for (size_t m = 0; m < moves.buffered.size(); ++m) {
+        std::memcpy(position + moves.buffered[m].first * row_bytes, moved.data() + m * row_bytes, row_bytes);
       }
     }
   });
@@ -129,9 +153,10 @@ void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& i
     const auto rows = index.to(torch::kCPU).contiguous();
     const int64_t* data = rows.data_ptr<int64_t>();
     if (reorders_in_place(data, rows.numel(), cache.size(1), group)) {
+      const auto moves = in_place_moves(data, rows.numel(), group);
       for (auto& layer : layers) {
-        reorder_in_place(layer.self_k, data, rows.numel(), group, filled);
-        reorder_in_place(layer.self_v, data, rows.numel(), group, filled);
+        reorder_in_place(layer.self_k, moves, rows.numel(), filled);
+        reorder_in_place(layer.self_v, moves, rows.numel(), filled);
       }
       return;
     }

@@ -167,6 +167,37 @@ TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
   EXPECT_THROW(shared.reorder(torch::tensor({0, 2}, torch::kLong)), c10::Error);
 }
 
+TEST(Transformer, InPlaceReordersOfFourBeamsEqualCopies) {
+  // Reorders in place copy a row directly when its source stays, and through a buffer when the
+  // same reorder overwrites the source (a shift, a swap, a cycle); each must read what a copy reads.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(3, 6, 23, 8);
+  const int64_t beam = 4;
+  auto shared = model->start_decoding(model->encode(source));
+  shared.repeat_rows(beam);
+  auto copied = model->start_decoding(model->encode(source));
+  copied.reorder(torch::arange(3, torch::kLong).repeat_interleave(beam));
+  auto step_both = [&](int64_t first_token) {
+    const auto tokens = torch::arange(first_token, first_token + shared.rows(), torch::kLong);
+    EXPECT_TENSOR_NEAR(model->step(tokens, shared), model->step(tokens, copied), 1e-5);
+  };
+  step_both(4);
+  step_both(5);
+  const void* cache_before = shared.layers.front().self_k.data_ptr();
+  // Sentence 0: a shift (row 1 <- 0 directly, rows 2, 3 through the buffer); sentence 1: a cycle;
+  // sentence 2: every row from its best one.
+  const auto moves = torch::tensor({0, 0, 1, 2, 5, 6, 7, 4, 9, 9, 9, 9}, torch::kLong);
+  shared.reorder(moves, /*same_memory=*/true);
+  copied.reorder(moves, /*same_memory=*/true);
+  ASSERT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
+  step_both(6);
+  const auto drop_first = torch::tensor({7, 4, 4, 5, 8, 11, 10, 8}, torch::kLong);  // sentence 0 finished
+  shared.reorder(drop_first);
+  copied.reorder(drop_first);
+  ASSERT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
+  step_both(7);
+}
+
 int64_t count_parameters(Transformer& model) {
   int64_t total = 0;
   for (const auto& p : model->parameters()) total += p.numel();
