@@ -88,7 +88,9 @@ TFM_ALWAYS_INLINE FloatLanes group_scores(const StepViews<Q, K>& a, const ItemVi
     const K* key = items[i].keys + s * a.k_s;
     FloatLanes sum{};
     for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes(query + d) * load_lanes(key + d);
-    for (int64_t d = whole; d < head_dim; ++d) sum[0] += query[d] * static_cast<float>(key[d]);
+    float lane0 = sum[0];
+    for (int64_t d = whole; d < head_dim; ++d) lane0 += query[d] * static_cast<float>(key[d]);
+    sum.lo[0] = lane0;
     products[i] = sum;
   }
   FloatLanes scores = sums_of_lanes(products);
@@ -100,7 +102,7 @@ TFM_ALWAYS_INLINE FloatLanes group_scores(const StepViews<Q, K>& a, const ItemVi
   float masked[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i)
     masked[i] = s < items[i].first ? -std::numeric_limits<float>::infinity() : 0.0F;
-  return load_lanes(masked) < 0.0F ? load_lanes(masked) : scores;
+  return where(load_lanes(masked) < 0.0F, load_lanes(masked), scores);
 }
 
 /// A group's scores [S, kBlockItems] at positions [first, length) -> softmax weights in place,

@@ -6,13 +6,19 @@
 
 namespace tfm {
 
-/// The integers of a float type's width: int32_t for float (runtime/float_lanes.h adds its lanes).
-template <typename Floats>
-struct IntsOf;
-template <>
-struct IntsOf<float> {
-  using type = int32_t;
-};
+/// The helpers exp_nonpositive() is written with, for one float; runtime/float_lanes.h has them
+/// for FloatLanes.
+TFM_ALWAYS_INLINE float where(bool condition, float yes, float no) { return condition ? yes : no; }
+TFM_ALWAYS_INLINE int32_t to_bits(float x) {
+  int32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+TFM_ALWAYS_INLINE float from_bits(int32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
 
 /// e^x for x <= 0 (a softmax's x - max), to within a few float ulps (Cephes' expf polynomial),
 /// written with plain arithmetic so that a loop of it vectorizes (libm's expf does not). Below
@@ -20,8 +26,7 @@ struct IntsOf<float> {
 /// (the same operations lane by lane, so the same results).
 template <typename Floats>
 TFM_ALWAYS_INLINE Floats exp_nonpositive(Floats input) {
-  using Ints = typename IntsOf<Floats>::type;
-  const Floats x = input < -87.0F ? Floats{} - 87.0F : input;
+  const Floats x = where(input < -87.0F, Floats{} - 87.0F, input);
   constexpr float kRound = 12582912.0F;  // 1.5 * 2^23: adding it rounds to an integer
   const Floats shifted = x * 1.44269504F + kRound;
   const Floats n = shifted - kRound;                              // round(x / ln 2)
@@ -33,12 +38,8 @@ TFM_ALWAYS_INLINE Floats exp_nonpositive(Floats input) {
   p = p * f + 1.6666665459e-1F;
   p = p * f + 5.0000001201e-1F;
   const Floats mantissa = p * f * f + f + 1.0F;
-  Ints bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  const Ints scale_bits = ((bits - 0x4B400000) + 127) << 23;  // 2^n, from shifted's low bits (n + 127)
-  Floats scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  return input < -87.0F ? Floats{} : mantissa * scale;
+  const Floats scale = from_bits(((to_bits(shifted) - 0x4B400000) + 127) << 23);  // 2^n, from n + 127
+  return where(input < -87.0F, Floats{}, mantissa * scale);
 }
 
 }  // namespace tfm

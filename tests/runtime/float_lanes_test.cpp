@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -71,31 +72,65 @@ TEST(FloatLanes, BFloat16StoresRoundAsC10Does) {
 }
 
 TEST(FloatLanes, MaxOfLanesFindsTheLargestWherever) {
-  for (int64_t where = 0; where < kVectorLanes; ++where) {
-    FloatLanes v = splat(-kInf);
-    v[where] = 2.5F;
-    v[(where + 3) % kVectorLanes] = 1.0F;
-    EXPECT_EQ(max_of_lanes(v), 2.5F) << "at lane " << where;
+  for (int64_t lane = 0; lane < kVectorLanes; ++lane) {
+    float lanes[kVectorLanes];
+    std::fill(lanes, lanes + kVectorLanes, -kInf);
+    lanes[lane] = 2.5F;
+    lanes[(lane + 3) % kVectorLanes] = 1.0F;
+    EXPECT_EQ(max_of_lanes(load_lanes(lanes)), 2.5F) << "at lane " << lane;
   }
 }
 
-TEST(FloatLanes, SumsOfLanesEqualEachVectorsSumOfLanesBitForBit) {
+/// The sum of 16 lanes in the order sum_of_lanes() promises: lane j with j + 8, then + 4, + 2, + 1.
+float pairwise_sum(const FloatLanes& v) {
+  float partial[8];
+  for (int64_t j = 0; j < 8; ++j) partial[j] = v[j] + v[j + 8];
+  for (int64_t width = 4; width >= 1; width /= 2) {
+    for (int64_t j = 0; j < width; ++j) partial[j] = partial[j] + partial[j + width];
+  }
+  return partial[0];
+}
+
+TEST(FloatLanes, SumsOfLanesAddInTheirStatedOrderBitForBit) {
   // Values of many magnitudes and signs, so that a different order of additions rounds differently.
   std::mt19937 generator(11);
   std::uniform_real_distribution<float> exponent(-20.0F, 20.0F), sign(-1.0F, 1.0F);
   for (int round = 0; round < 200; ++round) {
     FloatLanes v[kVectorLanes];
     for (auto& vector : v) {
-      for (int64_t lane = 0; lane < kVectorLanes; ++lane)
-        vector[lane] = sign(generator) * std::exp2(exponent(generator));
+      float lanes[kVectorLanes];
+      for (float& lane : lanes) lane = sign(generator) * std::exp2(exponent(generator));
+      vector = load_lanes(lanes);
     }
     const FloatLanes sums = sums_of_lanes(v);
     for (int64_t i = 0; i < kVectorLanes; ++i) {
-      float lanes[kVectorLanes];
-      std::memcpy(lanes, &v[i], sizeof lanes);
-      ASSERT_EQ(bits_of(sums[i]), bits_of(sum_of_lanes(lanes))) << "vector " << i << ", round " << round;
+      ASSERT_EQ(bits_of(sum_of_lanes(v[i])), bits_of(pairwise_sum(v[i]))) << "vector " << i << ", round " << round;
+      ASSERT_EQ(bits_of(sums[i]), bits_of(pairwise_sum(v[i]))) << "vector " << i << ", round " << round;
     }
   }
+}
+
+TEST(FloatLanes, OperationsActLaneByLane) {
+  float a[kVectorLanes], b[kVectorLanes];
+  for (int64_t j = 0; j < kVectorLanes; ++j) {
+    a[j] = static_cast<float>(j) - 7.5F;
+    b[j] = static_cast<float>(j * j) / 16.0F;
+  }
+  const FloatLanes x = load_lanes(a), y = load_lanes(b);
+  const FloatLanes sum = x + y, product = x * 2.0F, quotient = 1.0F / y, larger = max_lanes(x, y);
+  const FloatLanes chosen = where(x < y, x, y);
+  const IntLanes different = x != y;
+  for (int64_t j = 0; j < kVectorLanes; ++j) {
+    EXPECT_EQ(sum[j], a[j] + b[j]) << j;
+    EXPECT_EQ(product[j], a[j] * 2.0F) << j;
+    EXPECT_EQ(bits_of(quotient[j]), bits_of(1.0F / b[j])) << j;
+    EXPECT_EQ(larger[j], std::max(a[j], b[j])) << j;
+    EXPECT_EQ(chosen[j], std::min(a[j], b[j])) << j;
+    EXPECT_EQ(different[j] != 0, a[j] != b[j]) << j;
+  }
+  float stored[kVectorLanes];
+  store_lanes(stored, x);
+  for (int64_t j = 0; j < kVectorLanes; ++j) EXPECT_EQ(stored[j], a[j]) << j;
 }
 
 }  // namespace
