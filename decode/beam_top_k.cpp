@@ -44,12 +44,12 @@ class TopList {
 
 /// Offers cells [begin, end) of a row (beam score `offset` added to each) to `top`. Most chunks
 /// hold no cell above the threshold: a chunk is tested whole, in vector lanes, before its cells are.
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void scan_cells(const T* row, int64_t begin, int64_t end, float offset, int64_t first_id,
                                   TopList& top) {
   int64_t c = begin;
   for (; c + kVectorLanes <= end; c += kVectorLanes) {
-    if (!(max_of_lanes(load_lanes(row + c) + offset) > top.threshold())) continue;
+    if (!(max_of_lanes(load_lanes<Lanes>(row + c) + offset) > top.threshold())) continue;
     for (int64_t i = 0; i < kVectorLanes; ++i) top.offer(offset + static_cast<float>(row[c + i]), first_id + c + i);
   }
   for (; c < end; ++c) top.offer(offset + static_cast<float>(row[c]), first_id + c);
@@ -57,16 +57,16 @@ TFM_ALWAYS_INLINE void scan_cells(const T* row, int64_t begin, int64_t end, floa
 
 /// Offers a row to `top`, skipping the blocks of kLogitBlock cells whose maximum (`maxima`, or
 /// nullptr: none known) cannot beat the threshold: offset + cell <= offset + maximum in floats.
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void scan_row(const T* row, const float* maxima, int64_t width, float offset, int64_t first_id,
                                 TopList& top) {
   if (maxima == nullptr) {
-    scan_cells(row, 0, width, offset, first_id, top);
+    scan_cells<Lanes>(row, 0, width, offset, first_id, top);
     return;
   }
   for (int64_t begin = 0, b = 0; begin < width; begin += kLogitBlock, ++b) {
     if (offset + maxima[b] > top.threshold())
-      scan_cells(row, begin, std::min(width, begin + kLogitBlock), offset, first_id, top);
+      scan_cells<Lanes>(row, begin, std::min(width, begin + kLogitBlock), offset, first_id, top);
   }
 }
 
@@ -82,7 +82,7 @@ struct TopKViews {
 };
 
 /// Sentences [begin, end).
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void select_sentences(const TopKViews<T>& v, int64_t begin, int64_t end) {
   for (int64_t a = begin; a < end; ++a) {
     TopList top(v.scores + a * v.count, v.ids + a * v.count, v.count);
@@ -91,17 +91,15 @@ TFM_ALWAYS_INLINE void select_sentences(const TopKViews<T>& v, int64_t begin, in
       const float offset = v.offsets[row];
       if (offset == kNegInf) continue;  // an empty beam slot: every sum is -inf
       const float* maxima = v.block_maxima != nullptr ? v.block_maxima + row * v.blocks : nullptr;
-      scan_row(v.cells + row * v.width, maxima, v.width, offset, k * v.width, top);
+      scan_row<Lanes>(v.cells + row * v.width, maxima, v.width, offset, k * v.width, top);
     }
   }
 }
 
-TFM_VECTOR_CLONES void select_range(const TopKViews<float>& v, int64_t begin, int64_t end) {
-  select_sentences(v, begin, end);
-}
-TFM_VECTOR_CLONES void select_range(const TopKViews<c10::BFloat16>& v, int64_t begin, int64_t end) {
-  select_sentences(v, begin, end);
-}
+TFM_LANE_KERNEL((void select_range(const TopKViews<float>& v, int64_t begin, int64_t end)),
+                select_sentences<Lanes>(v, begin, end);)
+TFM_LANE_KERNEL((void select_range(const TopKViews<c10::BFloat16>& v, int64_t begin, int64_t end)),
+                select_sentences<Lanes>(v, begin, end);)
 
 template <typename T>
 void select_all(const torch::Tensor& cells, const torch::Tensor& offsets, const torch::Tensor& block_maxima,

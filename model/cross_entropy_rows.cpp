@@ -23,24 +23,22 @@ struct RowOutputs {
   float* mean_logit;
 };
 
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void reduce_rows(const T* logits, const int64_t* target, int64_t width, RowOutputs out, int64_t begin,
                                    int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     const T* row = logits + r * width;
-    out.log_normalizer[r] = row_log_normalizer(row, width);
+    out.log_normalizer[r] = row_log_normalizer<Lanes>(row, width);
     out.target_logit[r] = static_cast<float>(row[target[r]]);
-    out.mean_logit[r] = row_sum(row, width) / static_cast<float>(width);
+    out.mean_logit[r] = row_sum<Lanes>(row, width) / static_cast<float>(width);
   }
 }
-TFM_VECTOR_CLONES void reduce_rows_of(const float* logits, const int64_t* target, int64_t width, RowOutputs out,
-                                      int64_t begin, int64_t end) {
-  reduce_rows(logits, target, width, out, begin, end);
-}
-TFM_VECTOR_CLONES void reduce_rows_of(const c10::BFloat16* logits, const int64_t* target, int64_t width, RowOutputs out,
-                                      int64_t begin, int64_t end) {
-  reduce_rows(logits, target, width, out, begin, end);
-}
+TFM_LANE_KERNEL((void reduce_rows_of(const float* logits, const int64_t* target, int64_t width, RowOutputs out,
+                                     int64_t begin, int64_t end)),
+                reduce_rows<Lanes>(logits, target, width, out, begin, end);)
+TFM_LANE_KERNEL((void reduce_rows_of(const c10::BFloat16* logits, const int64_t* target, int64_t width, RowOutputs out,
+                                     int64_t begin, int64_t end)),
+                reduce_rows<Lanes>(logits, target, width, out, begin, end);)
 
 struct GradientInputs {
   const int64_t* target;
@@ -52,7 +50,7 @@ struct GradientInputs {
 
 /// The same operations in the same order as the op-by-op backward: (e^(z - lse) - epsilon / V),
 /// minus (1 - epsilon) at the target, times the row's scale; rounded once to T.
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void gradient_rows(const T* logits, T* grad, int64_t width, GradientInputs in, int64_t begin,
                                      int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
@@ -66,7 +64,7 @@ TFM_ALWAYS_INLINE void gradient_rows(const T* logits, T* grad, int64_t width, Gr
     const float lse = in.log_normalizer[r];
     int64_t c = 0;
     for (; c + kVectorLanes <= width; c += kVectorLanes) {
-      store_lanes(out + c, (exp_nonpositive(load_lanes(row + c) - lse) - in.smoothing) * scale);
+      store_lanes(out + c, (exp_nonpositive(load_lanes<Lanes>(row + c) - lse) - in.smoothing) * scale);
     }
     for (; c < width; ++c) {
       out[c] = static_cast<T>((exp_nonpositive(static_cast<float>(row[c]) - lse) - in.smoothing) * scale);
@@ -76,14 +74,12 @@ TFM_ALWAYS_INLINE void gradient_rows(const T* logits, T* grad, int64_t width, Gr
         static_cast<T>(((exp_nonpositive(static_cast<float>(row[y]) - lse) - in.smoothing) + -in.on_target) * scale);
   }
 }
-TFM_VECTOR_CLONES void gradient_rows_of(const float* logits, float* grad, int64_t width, GradientInputs in,
-                                        int64_t begin, int64_t end) {
-  gradient_rows(logits, grad, width, in, begin, end);
-}
-TFM_VECTOR_CLONES void gradient_rows_of(const c10::BFloat16* logits, c10::BFloat16* grad, int64_t width,
-                                        GradientInputs in, int64_t begin, int64_t end) {
-  gradient_rows(logits, grad, width, in, begin, end);
-}
+TFM_LANE_KERNEL((void gradient_rows_of(const float* logits, float* grad, int64_t width, GradientInputs in,
+                                       int64_t begin, int64_t end)),
+                gradient_rows<Lanes>(logits, grad, width, in, begin, end);)
+TFM_LANE_KERNEL((void gradient_rows_of(const c10::BFloat16* logits, c10::BFloat16* grad, int64_t width,
+                                       GradientInputs in, int64_t begin, int64_t end)),
+                gradient_rows<Lanes>(logits, grad, width, in, begin, end);)
 
 }  // namespace
 

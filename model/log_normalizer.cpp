@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "model/row_reductions.h"
+#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -21,7 +22,7 @@ struct NormalizerViews {
   int64_t width, blocks;
 };
 
-template <typename T>
+template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void normalize(const NormalizerViews<T>& v, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     const T* row = v.logits + r * v.width;
@@ -29,19 +30,17 @@ TFM_ALWAYS_INLINE void normalize(const NormalizerViews<T>& v, int64_t begin, int
     float max = kRowNegInf;
     for (int64_t b = 0; b < v.blocks; ++b) {
       const int64_t first = b * kLogitBlock;
-      maxima[b] = row_max(row + first, std::min(kLogitBlock, v.width - first));
+      maxima[b] = row_max<Lanes>(row + first, std::min(kLogitBlock, v.width - first));
       max = std::max(max, maxima[b]);
     }
-    v.normalizers[r] = row_log_normalizer(row, v.width, max);
+    v.normalizers[r] = row_log_normalizer<Lanes>(row, v.width, max);
   }
 }
 
-TFM_VECTOR_CLONES void normalize_rows(const NormalizerViews<float>& v, int64_t begin, int64_t end) {
-  normalize(v, begin, end);
-}
-TFM_VECTOR_CLONES void normalize_rows(const NormalizerViews<c10::BFloat16>& v, int64_t begin, int64_t end) {
-  normalize(v, begin, end);
-}
+TFM_LANE_KERNEL((void normalize_rows(const NormalizerViews<float>& v, int64_t begin, int64_t end)),
+                normalize<Lanes>(v, begin, end);)
+TFM_LANE_KERNEL((void normalize_rows(const NormalizerViews<c10::BFloat16>& v, int64_t begin, int64_t end)),
+                normalize<Lanes>(v, begin, end);)
 
 template <typename T>
 void normalize_all(const torch::Tensor& rows, LogNormalizers& out) {

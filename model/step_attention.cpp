@@ -78,48 +78,50 @@ TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t i
 /// The scores of a group's items (one per lane) at position s: q k / sqrt(Dh) + bias, -inf where
 /// an item does not attend s. Each dot product adds its products in 16 lanes (the last head_dim %
 /// 16 into lane 0) and then the lanes.
-template <typename Q, typename K>
-TFM_ALWAYS_INLINE FloatLanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
-                                          int64_t s) {
+template <typename Lanes, typename Q, typename K>
+TFM_ALWAYS_INLINE Lanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
+                                     int64_t s) {
   const int64_t head_dim = a.head_dim, whole = head_dim / kVectorLanes * kVectorLanes;
-  FloatLanes products[kGroupItems];
+  Lanes products[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i) {
     const float* query = queries + i * head_dim;
     const K* key = items[i].keys + s * a.k_s;
-    FloatLanes sum{};
-    for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes(query + d) * load_lanes(key + d);
+    Lanes sum{};
+    for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes<Lanes>(query + d) * load_lanes<Lanes>(key + d);
     float lane0 = sum[0];
     for (int64_t d = whole; d < head_dim; ++d) lane0 += query[d] * static_cast<float>(key[d]);
-    sum.lo[0] = lane0;
-    products[i] = sum;
+    products[i] = with_lane0(sum, lane0);
   }
-  FloatLanes scores = sums_of_lanes(products);
+  Lanes scores = sums_of_lanes(products);
   if (a.bias != nullptr) {
     float bias[kGroupItems];
     for (int64_t i = 0; i < kGroupItems; ++i) bias[i] = static_cast<float>(items[i].bias[s * a.bias_s]);
-    scores += load_lanes(bias);
+    scores += load_lanes<Lanes>(bias);
   }
   float masked[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i)
     masked[i] = s < items[i].first ? -std::numeric_limits<float>::infinity() : 0.0F;
-  return where(load_lanes(masked) < 0.0F, load_lanes(masked), scores);
+  const Lanes mask = load_lanes<Lanes>(masked);
+  return where(mask < 0.0F, mask, scores);
 }
 
 /// A group's scores [S, kBlockItems] at positions [first, length) -> softmax weights in place,
 /// each lane (item) over its positions. -> per lane, whether the item attends any key.
-TFM_ALWAYS_INLINE IntLanes group_softmax(float* scores, int64_t first, int64_t length) {
-  FloatLanes max = splat(-std::numeric_limits<float>::infinity());
-  for (int64_t s = first; s < length; ++s) max = max_lanes(load_lanes(scores + s * kBlockItems), max);
-  const IntLanes attends = max != splat(-std::numeric_limits<float>::infinity());
-  FloatLanes total{};
+template <typename Lanes>
+TFM_ALWAYS_INLINE auto group_softmax(float* scores, int64_t first, int64_t length) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  Lanes max = splat<Lanes>(kNegInf);
+  for (int64_t s = first; s < length; ++s) max = max_lanes(load_lanes<Lanes>(scores + s * kBlockItems), max);
+  const auto attends = max != kNegInf;
+  Lanes total{};
   for (int64_t s = first; s < length; ++s) {
-    const FloatLanes weight = exp_nonpositive(load_lanes(scores + s * kBlockItems) - max);
+    const Lanes weight = exp_nonpositive(load_lanes<Lanes>(scores + s * kBlockItems) - max);
     store_lanes(scores + s * kBlockItems, weight);
     total += weight;
   }
-  const FloatLanes inverse_total = 1.0F / total;
+  const Lanes inverse_total = 1.0F / total;
   for (int64_t s = first; s < length; ++s) {
-    store_lanes(scores + s * kBlockItems, load_lanes(scores + s * kBlockItems) * inverse_total);
+    store_lanes(scores + s * kBlockItems, load_lanes<Lanes>(scores + s * kBlockItems) * inverse_total);
   }
   return attends;
 }
@@ -127,29 +129,29 @@ TFM_ALWAYS_INLINE IntLanes group_softmax(float* scores, int64_t first, int64_t l
 /// sum[c * 16 .. c * 16 + 16 * Chunks) = the sum over positions [first, length) of weight[s] x
 /// value[s] there, each lane's products added in position order: Chunks vectors of the sum are
 /// held in registers while the positions stream by, instead of loaded and stored at each.
-template <int64_t Chunks, typename K>
+template <typename Lanes, int64_t Chunks, typename K>
 TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const float* weights, int64_t first,
                                              int64_t length, float* sum) {
-  FloatLanes lanes[Chunks] = {};
+  Lanes lanes[Chunks] = {};
   for (int64_t s = first; s < length; ++s) {
-    const FloatLanes weight = splat(weights[s * kBlockItems]);
+    const Lanes weight = splat<Lanes>(weights[s * kBlockItems]);
     const K* value = values + s * value_stride;
-    for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes(value + c * kVectorLanes);
+    for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes<Lanes>(value + c * kVectorLanes);
   }
   for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + c * kVectorLanes, lanes[c]);
 }
 
 /// One item's sum [Dh] over positions [first, length) of weight[s * kBlockItems] x values[s].
-template <typename Q, typename K>
+template <typename Lanes, typename Q, typename K>
 TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const K* values, const float* weights, int64_t first,
                                        float* sum) {
   const int64_t head_dim = a.head_dim, length = a.keys;
   int64_t d = 0;
   for (; d + 4 * kVectorLanes <= head_dim; d += 4 * kVectorLanes) {
-    weighted_value_chunks<4>(values + d, a.v_s, weights, first, length, sum + d);
+    weighted_value_chunks<Lanes, 4>(values + d, a.v_s, weights, first, length, sum + d);
   }
   for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
-    weighted_value_chunks<1>(values + d, a.v_s, weights, first, length, sum + d);
+    weighted_value_chunks<Lanes, 1>(values + d, a.v_s, weights, first, length, sum + d);
   }
   for (; d < head_dim; ++d) {
     float total = 0.0F;
@@ -160,7 +162,7 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const K* values
 }
 
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
-template <typename Q, typename K>
+template <typename Lanes, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
   const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
@@ -180,15 +182,16 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   for (int64_t s = block_first; s < length; ++s) {
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t item = g * kGroupItems;
-      store_lanes(scores + s * kBlockItems + item, group_scores(a, items + item, &scratch.queries[item * head_dim], s));
+      store_lanes(scores + s * kBlockItems + item,
+                  group_scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s));
     }
   }
-  IntLanes attends[kBlockItems / kGroupItems];
-  for (int64_t g = 0; g < groups; ++g) attends[g] = group_softmax(scores + g * kGroupItems, block_first, length);
+  decltype(group_softmax<Lanes>(nullptr, 0, 0)) attends[kBlockItems / kGroupItems];
+  for (int64_t g = 0; g < groups; ++g) attends[g] = group_softmax<Lanes>(scores + g * kGroupItems, block_first, length);
 
   float* sums = scratch.sums.data();
   for (int64_t i = 0; i < count; ++i) {
-    weighted_values(a, items[i].values, scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
+    weighted_values<Lanes>(a, items[i].values, scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
   }
   for (int64_t i = 0; i < count; ++i) {
     const bool attended = attends[i / kGroupItems][i % kGroupItems] != 0;
@@ -199,24 +202,21 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
 }
 
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
-template <typename Q, typename K>
+template <typename Lanes, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
-    attend_block(a, block, std::min(end, block + kBlockItems), scratch);
+    attend_block<Lanes>(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }
 
 using BFloat16 = c10::BFloat16;
-TFM_VECTOR_CLONES void attend_range(const StepViews<float, float>& a, int64_t begin, int64_t end) {
-  attend_items(a, begin, end);
-}
-TFM_VECTOR_CLONES void attend_range(const StepViews<BFloat16, BFloat16>& a, int64_t begin, int64_t end) {
-  attend_items(a, begin, end);
-}
-TFM_VECTOR_CLONES void attend_range(const StepViews<float, BFloat16>& a, int64_t begin, int64_t end) {
-  attend_items(a, begin, end);
-}
+TFM_LANE_KERNEL((void attend_range(const StepViews<float, float>& a, int64_t begin, int64_t end)),
+                attend_items<Lanes>(a, begin, end);)
+TFM_LANE_KERNEL((void attend_range(const StepViews<BFloat16, BFloat16>& a, int64_t begin, int64_t end)),
+                attend_items<Lanes>(a, begin, end);)
+TFM_LANE_KERNEL((void attend_range(const StepViews<float, BFloat16>& a, int64_t begin, int64_t end)),
+                attend_items<Lanes>(a, begin, end);)
 
 template <typename Q, typename K>
 void attend_all(const StepViews<Q, K>& a) {

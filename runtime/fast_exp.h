@@ -7,7 +7,7 @@
 namespace tfm {
 
 /// The helpers exp_nonpositive() is written with, for one float; runtime/float_lanes.h has them
-/// for FloatLanes.
+/// for WideLanes and SplitLanes.
 TFM_ALWAYS_INLINE float where(bool condition, float yes, float no) { return condition ? yes : no; }
 TFM_ALWAYS_INLINE int32_t to_bits(float x) {
   int32_t bits;
@@ -22,7 +22,7 @@ TFM_ALWAYS_INLINE float from_bits(int32_t bits) {
 
 /// e^x for x <= 0 (a softmax's x - max), to within a few float ulps (Cephes' expf polynomial),
 /// written with plain arithmetic so that a loop of it vectorizes (libm's expf does not). Below
-/// -87, where e^x < 2^-125, it is 0, as for -inf (a masked key). Floats: float, or FloatLanes
+/// -87, where e^x < 2^-125, it is 0, as for -inf (a masked key). Floats: float, or 16 lanes
 /// (the same operations lane by lane, so the same results).
 template <typename Floats>
 TFM_ALWAYS_INLINE Floats exp_nonpositive(Floats input) {

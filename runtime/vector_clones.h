@@ -5,12 +5,53 @@
 // loader picks the widest version the CPU has. TFM_VECTOR_CLONES marks such a function;
 // TFM_ALWAYS_INLINE marks the helpers it calls, so they are compiled into each version.
 // Elsewhere (clang, other architectures) both are empty: the same loops, baseline code.
+// TFM_LANE_KERNEL((head), body...) defines a kernel that computes in 16 float lanes
+// (runtime/float_lanes.h) the same way, once per version: `body` sees `Lanes`, WideLanes in the
+// AVX-512 version and SplitLanes in the others, which GCC cannot compile well with one type.
+// TFM_ONE_CLONE (bench/vector_clones.sh only): "v4", "v3" or "baseline" keeps that version alone
+// (beside the baseline, for the loader), to measure what a CPU without AVX-512 or AVX2 runs.
+#define TFM_UNPARENTHESIZED(...) __VA_ARGS__
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TFM_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define TFM_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define TFM_LANE_VERSION(isa, LanesType, head, ...)       \
+  __attribute__((target(isa))) TFM_UNPARENTHESIZED head { \
+    using Lanes = LanesType;                              \
+    __VA_ARGS__                                           \
+  }
+#if !defined(TFM_ONE_CLONE)
+#define TFM_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define TFM_LANE_KERNEL(head, ...)                                  \
+  TFM_LANE_VERSION("arch=x86-64-v4", WideLanes, head, __VA_ARGS__)  \
+  TFM_LANE_VERSION("arch=x86-64-v3", SplitLanes, head, __VA_ARGS__) \
+  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+#else
+#define TFM_VECTOR_CLONES_v4 __attribute__((target_clones("arch=x86-64-v4", "default")))
+#define TFM_VECTOR_CLONES_v3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define TFM_VECTOR_CLONES_baseline
+#define TFM_LANE_KERNEL_v4(head, ...)                              \
+  TFM_LANE_VERSION("arch=x86-64-v4", WideLanes, head, __VA_ARGS__) \
+  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+#define TFM_LANE_KERNEL_v3(head, ...)                               \
+  TFM_LANE_VERSION("arch=x86-64-v3", SplitLanes, head, __VA_ARGS__) \
+  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+#define TFM_LANE_KERNEL_baseline(head, ...) \
+  TFM_UNPARENTHESIZED head {                \
+    using Lanes = SplitLanes;               \
+    __VA_ARGS__                             \
+  }
+#define TFM_CLONE_JOIN(a, b) a##b
+#define TFM_CLONE_PICK(a, b) TFM_CLONE_JOIN(a, b)
+#define TFM_VECTOR_CLONES TFM_CLONE_PICK(TFM_VECTOR_CLONES_, TFM_ONE_CLONE)
+#define TFM_LANE_KERNEL TFM_CLONE_PICK(TFM_LANE_KERNEL_, TFM_ONE_CLONE)
+#endif
 #else
 #define TFM_VECTOR_CLONES
 #define TFM_ALWAYS_INLINE inline
+#define TFM_LANE_KERNEL(head, ...) \
+  TFM_UNPARENTHESIZED head {       \
+    using Lanes = SplitLanes;      \
+    __VA_ARGS__                    \
+  }
 #endif
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// The 16-float lanes against the scalar operations they stand for: same bits, lane by lane.
+// The 16-float lanes, both kinds (one vector of 16, two of 8), against the scalar operations they
+// stand for: same bits, lane by lane.
 #include "runtime/float_lanes.h"
 
 #include <gtest/gtest.h>
@@ -30,10 +31,15 @@ std::vector<float> exp_inputs() {
   return inputs;
 }
 
-TEST(FloatLanes, ExpEqualsTheScalarExpBitForBitAndLibmClosely) {
+template <typename Lanes>
+class FloatLanesTest : public ::testing::Test {};
+using LaneTypes = ::testing::Types<WideLanes, SplitLanes>;
+TYPED_TEST_SUITE(FloatLanesTest, LaneTypes);
+
+TYPED_TEST(FloatLanesTest, ExpEqualsTheScalarExpBitForBitAndLibmClosely) {
   const auto inputs = exp_inputs();
   for (size_t i = 0; i < inputs.size(); i += kVectorLanes) {
-    const FloatLanes out = exp_nonpositive(load_lanes(&inputs[i]));
+    const TypeParam out = exp_nonpositive(load_lanes<TypeParam>(&inputs[i]));
     for (int64_t j = 0; j < kVectorLanes; ++j) {
       const float x = inputs[i + j];
       ASSERT_EQ(bits_of(out[j]), bits_of(exp_nonpositive(x))) << "e^" << x;
@@ -43,15 +49,15 @@ TEST(FloatLanes, ExpEqualsTheScalarExpBitForBitAndLibmClosely) {
   }
 }
 
-TEST(FloatLanes, BFloat16LoadsWidenExactly) {
+TYPED_TEST(FloatLanesTest, BFloat16LoadsWidenExactly) {
   std::vector<c10::BFloat16> halves;
   for (const float x : {0.0F, -0.0F, 1.0F, -3.5F, 1e-38F, 3e38F, kInf, -kInf}) halves.emplace_back(x);
   while (halves.size() < static_cast<size_t>(kVectorLanes)) halves.emplace_back(static_cast<float>(halves.size()) / 7);
-  const FloatLanes wide = load_lanes(halves.data());
+  const TypeParam wide = load_lanes<TypeParam>(halves.data());
   for (int64_t j = 0; j < kVectorLanes; ++j) EXPECT_EQ(bits_of(wide[j]), bits_of(static_cast<float>(halves[j])));
 }
 
-TEST(FloatLanes, BFloat16StoresRoundAsC10Does) {
+TYPED_TEST(FloatLanesTest, BFloat16StoresRoundAsC10Does) {
   // Exact halfway cases both ways (ties to even), values just either side, NaN, infinities.
   std::vector<float> inputs;
   for (const uint32_t bits :
@@ -65,24 +71,25 @@ TEST(FloatLanes, BFloat16StoresRoundAsC10Does) {
   std::normal_distribution<float> normal(0.0F, 10.0F);
   while (inputs.size() % kVectorLanes != 0 || inputs.size() < 1024) inputs.push_back(normal(generator));
   std::vector<c10::BFloat16> out(inputs.size());
-  for (size_t i = 0; i < inputs.size(); i += kVectorLanes) store_lanes(&out[i], load_lanes(&inputs[i]));
+  for (size_t i = 0; i < inputs.size(); i += kVectorLanes) store_lanes(&out[i], load_lanes<TypeParam>(&inputs[i]));
   for (size_t i = 0; i < inputs.size(); ++i) {
     EXPECT_EQ(out[i].x, c10::BFloat16(inputs[i]).x) << "0x" << std::hex << bits_of(inputs[i]);
   }
 }
 
-TEST(FloatLanes, MaxOfLanesFindsTheLargestWherever) {
+TYPED_TEST(FloatLanesTest, MaxOfLanesFindsTheLargestWherever) {
   for (int64_t lane = 0; lane < kVectorLanes; ++lane) {
     float lanes[kVectorLanes];
     std::fill(lanes, lanes + kVectorLanes, -kInf);
     lanes[lane] = 2.5F;
     lanes[(lane + 3) % kVectorLanes] = 1.0F;
-    EXPECT_EQ(max_of_lanes(load_lanes(lanes)), 2.5F) << "at lane " << lane;
+    EXPECT_EQ(max_of_lanes(load_lanes<TypeParam>(lanes)), 2.5F) << "at lane " << lane;
   }
 }
 
 /// The sum of 16 lanes in the order sum_of_lanes() promises: lane j with j + 8, then + 4, + 2, + 1.
-float pairwise_sum(const FloatLanes& v) {
+template <typename Lanes>
+float pairwise_sum(const Lanes& v) {
   float partial[8];
   for (int64_t j = 0; j < 8; ++j) partial[j] = v[j] + v[j + 8];
   for (int64_t width = 4; width >= 1; width /= 2) {
@@ -91,18 +98,18 @@ float pairwise_sum(const FloatLanes& v) {
   return partial[0];
 }
 
-TEST(FloatLanes, SumsOfLanesAddInTheirStatedOrderBitForBit) {
+TYPED_TEST(FloatLanesTest, SumsOfLanesAddInTheirStatedOrderBitForBit) {
   // Values of many magnitudes and signs, so that a different order of additions rounds differently.
   std::mt19937 generator(11);
   std::uniform_real_distribution<float> exponent(-20.0F, 20.0F), sign(-1.0F, 1.0F);
   for (int round = 0; round < 200; ++round) {
-    FloatLanes v[kVectorLanes];
+    TypeParam v[kVectorLanes];
     for (auto& vector : v) {
       float lanes[kVectorLanes];
       for (float& lane : lanes) lane = sign(generator) * std::exp2(exponent(generator));
-      vector = load_lanes(lanes);
+      vector = load_lanes<TypeParam>(lanes);
     }
-    const FloatLanes sums = sums_of_lanes(v);
+    const TypeParam sums = sums_of_lanes(v);
     for (int64_t i = 0; i < kVectorLanes; ++i) {
       ASSERT_EQ(bits_of(sum_of_lanes(v[i])), bits_of(pairwise_sum(v[i]))) << "vector " << i << ", round " << round;
       ASSERT_EQ(bits_of(sums[i]), bits_of(pairwise_sum(v[i]))) << "vector " << i << ", round " << round;
@@ -110,16 +117,16 @@ TEST(FloatLanes, SumsOfLanesAddInTheirStatedOrderBitForBit) {
   }
 }
 
-TEST(FloatLanes, OperationsActLaneByLane) {
+TYPED_TEST(FloatLanesTest, OperationsActLaneByLane) {
   float a[kVectorLanes], b[kVectorLanes];
   for (int64_t j = 0; j < kVectorLanes; ++j) {
     a[j] = static_cast<float>(j) - 7.5F;
     b[j] = static_cast<float>(j * j) / 16.0F;
   }
-  const FloatLanes x = load_lanes(a), y = load_lanes(b);
-  const FloatLanes sum = x + y, product = x * 2.0F, quotient = 1.0F / y, larger = max_lanes(x, y);
-  const FloatLanes chosen = where(x < y, x, y);
-  const IntLanes different = x != y;
+  const TypeParam x = load_lanes<TypeParam>(a), y = load_lanes<TypeParam>(b);
+  const TypeParam sum = x + y, product = x * 2.0F, quotient = 1.0F / y, larger = max_lanes(x, y);
+  const TypeParam chosen = where(x < y, x, y);
+  const auto different = x != y;
   for (int64_t j = 0; j < kVectorLanes; ++j) {
     EXPECT_EQ(sum[j], a[j] + b[j]) << j;
     EXPECT_EQ(product[j], a[j] * 2.0F) << j;
