@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <c10/util/BFloat16.h>
 
@@ -223,6 +224,20 @@ TFM_ALWAYS_INLINE float sum_of_lanes(Lanes v) {
   return fold_eight(fold_halves(v, v, add).lo, add);
 }
 
+template <int... Lanes>
+using LaneList = std::integer_sequence<int, Lanes...>;
+
+/// Lanes First of (lo, hi) plus lanes Second of (lo, hi), 16 lanes read as one.
+template <int... First, int... Second>
+TFM_ALWAYS_INLINE FloatHalf add_picked(FloatHalf lo, FloatHalf hi, LaneList<First...>, LaneList<Second...>) {
+  return __builtin_shufflevector(lo, hi, First...) + __builtin_shufflevector(lo, hi, Second...);
+}
+/// add_picked() of x into the lower half and of y into the upper one.
+template <typename First, typename Second>
+TFM_ALWAYS_INLINE SplitLanes add_picked(SplitLanes x, SplitLanes y) {
+  return {add_picked(x.lo, x.hi, First{}, Second{}), add_picked(y.lo, y.hi, First{}, Second{})};
+}
+
 /// Lane i of the result: sum_of_lanes(v[i]), bit for bit (the same pairings); 15 vector
 /// additions for 16 sums instead of 16 dependent chains of 4.
 template <typename Lanes>
@@ -234,24 +249,16 @@ TFM_ALWAYS_INLINE Lanes sums_of_lanes(const Lanes (&v)[kVectorLanes]) {
   SplitLanes halves[8], quarters[4], eighths[2];
   for (int j = 0; j < 8; ++j) halves[j] = fold_halves(v[2 * j], v[2 * j + 1], add);
   for (int j = 0; j < 4; ++j) {  // lane k with k + 4
-    const SplitLanes x = halves[2 * j], y = halves[2 * j + 1];
-    quarters[j] = {__builtin_shufflevector(x.lo, x.hi, 0, 1, 2, 3, 8, 9, 10, 11) +
-                       __builtin_shufflevector(x.lo, x.hi, 4, 5, 6, 7, 12, 13, 14, 15),
-                   __builtin_shufflevector(y.lo, y.hi, 0, 1, 2, 3, 8, 9, 10, 11) +
-                       __builtin_shufflevector(y.lo, y.hi, 4, 5, 6, 7, 12, 13, 14, 15)};
+    quarters[j] = add_picked<LaneList<0, 1, 2, 3, 8, 9, 10, 11>, LaneList<4, 5, 6, 7, 12, 13, 14, 15>>(
+        halves[2 * j], halves[2 * j + 1]);
   }
   for (int j = 0; j < 2; ++j) {  // lane k with k + 2
-    const SplitLanes x = quarters[2 * j], y = quarters[2 * j + 1];
-    eighths[j] = {__builtin_shufflevector(x.lo, x.hi, 0, 1, 4, 5, 8, 9, 12, 13) +
-                      __builtin_shufflevector(x.lo, x.hi, 2, 3, 6, 7, 10, 11, 14, 15),
-                  __builtin_shufflevector(y.lo, y.hi, 0, 1, 4, 5, 8, 9, 12, 13) +
-                      __builtin_shufflevector(y.lo, y.hi, 2, 3, 6, 7, 10, 11, 14, 15)};
+    eighths[j] = add_picked<LaneList<0, 1, 4, 5, 8, 9, 12, 13>, LaneList<2, 3, 6, 7, 10, 11, 14, 15>>(
+        quarters[2 * j], quarters[2 * j + 1]);
   }
-  const SplitLanes x = eighths[0], y = eighths[1];  // lane k with k + 1: one sum per vector
-  const SplitLanes sums = {__builtin_shufflevector(x.lo, x.hi, 0, 2, 4, 6, 8, 10, 12, 14) +
-                               __builtin_shufflevector(x.lo, x.hi, 1, 3, 5, 7, 9, 11, 13, 15),
-                           __builtin_shufflevector(y.lo, y.hi, 0, 2, 4, 6, 8, 10, 12, 14) +
-                               __builtin_shufflevector(y.lo, y.hi, 1, 3, 5, 7, 9, 11, 13, 15)};
+  // lane k with k + 1: one sum per vector
+  const SplitLanes sums =
+      add_picked<LaneList<0, 2, 4, 6, 8, 10, 12, 14>, LaneList<1, 3, 5, 7, 9, 11, 13, 15>>(eighths[0], eighths[1]);
   if constexpr (std::is_same_v<Lanes, WideLanes>) {
     return {__builtin_shufflevector(sums.lo, sums.hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)};
   } else {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "model/embeddings.h"
 #include "model/loss.h"
@@ -131,16 +132,25 @@ TEST(Transformer, ReorderedStateEqualsReorderedBatch) {
   EXPECT_TENSOR_NEAR(reordered, model->step(next, fresh), 1e-6);
 }
 
-TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
-  // Beam search's K rows per sentence read one copy of the encoder output (repeat_rows), which
-  // must score exactly as K separate copies (reorder with repeats) through reorders and drops.
-  auto model = eval_model(tiny_config());
+/// Decoding states of three random sentences with `beam` rows each: `shared` repeats its rows
+/// (the beams read one encoder output, and reorder their caches in place), `copied` reorders
+/// into one row per encoder output (new buffers).
+std::pair<DecoderState, DecoderState> shared_and_copied_states(Transformer& model, int64_t beam) {
   const auto source = random_ids(3, 6, 23, 8);
-  const int64_t beam = 2;
   auto shared = model->start_decoding(model->encode(source));
   shared.repeat_rows(beam);
   auto copied = model->start_decoding(model->encode(source));
   copied.reorder(torch::arange(3, torch::kLong).repeat_interleave(beam));
+  return {std::move(shared), std::move(copied)};
+}
+
+TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
+  // Beam search's K rows per sentence read one copy of the encoder output (repeat_rows), which
+  // must score exactly as K separate copies (reorder with repeats) through reorders and drops.
+  auto model = eval_model(tiny_config());
+  const int64_t beam = 2;
+  auto states = shared_and_copied_states(model, beam);
+  auto& [shared, copied] = states;
   ASSERT_EQ(shared.rows_per_memory, beam);
   ASSERT_EQ(shared.layers.front().memory_k.size(0), 3);
   ASSERT_EQ(copied.layers.front().memory_k.size(0), 6);
@@ -171,12 +181,9 @@ TEST(Transformer, InPlaceReordersOfFourBeamsEqualCopies) {
   // Reorders in place copy a row directly when its source stays, and through a buffer when the
   // same reorder overwrites the source (a shift, a swap, a cycle); each must read what a copy reads.
   auto model = eval_model(tiny_config());
-  const auto source = random_ids(3, 6, 23, 8);
-  const int64_t beam = 4;
-  auto shared = model->start_decoding(model->encode(source));
-  shared.repeat_rows(beam);
-  auto copied = model->start_decoding(model->encode(source));
-  copied.reorder(torch::arange(3, torch::kLong).repeat_interleave(beam));
+  auto states = shared_and_copied_states(model, /*beam=*/4);
+  DecoderState& shared = states.first;
+  DecoderState& copied = states.second;
   auto step_both = [&](int64_t first_token) {
     const auto tokens = torch::arange(first_token, first_token + shared.rows(), torch::kLong);
     EXPECT_TENSOR_NEAR(model->step(tokens, shared), model->step(tokens, copied), 1e-5);
