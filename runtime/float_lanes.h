@@ -15,13 +15,16 @@
 //   WideLanes   one vector of 16: one AVX-512 register;
 //   SplitLanes  two vectors of 8: one AVX register each. GCC keeps a vector of 16 in memory where
 //               AVX-512 is missing (the AVX2 version ran ten times slower), and does not join two
-//               vectors of 8 into one AVX-512 register (30% slower there; BENCHMARKS.md).
+//               vectors of 8 into one AVX-512 register (30% slower there; BENCHMARKS.md);
+//   QuarterLanes  four vectors of 4: one SSE or NEON register each, for the baseline.
 // Kernels are templates over the type (Lanes); TFM_LANE_KERNEL (runtime/vector_clones.h) compiles
-// them with WideLanes for AVX-512 and SplitLanes elsewhere. Every operation acts lane by lane and
-// every reduction pairs lanes in one stated order, so a result is the same bits on every CPU.
+// them with WideLanes for AVX-512, SplitLanes for AVX2 and QuarterLanes elsewhere. Every operation acts lane by lane
+// and every reduction pairs lanes in one stated order, so a result is the same bits on every CPU.
 
 namespace tfm {
 
+using FloatQuarter = float __attribute__((vector_size(16)));
+using IntQuarter = int32_t __attribute__((vector_size(16)));
 using FloatHalf = float __attribute__((vector_size(32)));
 using IntHalf = int32_t __attribute__((vector_size(32)));
 using FloatWhole = float __attribute__((vector_size(64)));
@@ -32,6 +35,11 @@ static_assert(kVectorLanes == 16, "the lane types hold 16 floats");
 /// the bfloat16 loads' and stores' bits.
 template <typename Floats>
 struct BitsOf;
+template <>
+struct BitsOf<FloatQuarter> {
+  using Shorts = uint16_t __attribute__((vector_size(8)));
+  using Words = uint32_t __attribute__((vector_size(16)));
+};
 template <>
 struct BitsOf<FloatHalf> {
   using Shorts = uint16_t __attribute__((vector_size(16)));
@@ -62,6 +70,15 @@ struct SplitInts {
   IntHalf lo, hi;
   int32_t operator[](int64_t lane) const { return lane < 8 ? lo[lane] : hi[lane - 8]; }
 };
+/// 16 lanes as four vectors: lanes 4i .. 4i+3 in q[i].
+struct QuarterLanes {
+  FloatQuarter q[4];
+  float operator[](int64_t lane) const { return q[lane / 4][lane % 4]; }
+};
+struct QuarterInts {
+  IntQuarter q[4];
+  int32_t operator[](int64_t lane) const { return q[lane / 4][lane % 4]; }
+};
 
 // Arithmetic and comparisons lane by lane, with lanes or with one float for every lane.
 #define TFM_LANES_ARITHMETIC(op)                                                                                \
@@ -70,7 +87,16 @@ struct SplitInts {
   TFM_ALWAYS_INLINE WideLanes operator op(float a, WideLanes b) { return {a op b.v}; }                          \
   TFM_ALWAYS_INLINE SplitLanes operator op(SplitLanes a, SplitLanes b) { return {a.lo op b.lo, a.hi op b.hi}; } \
   TFM_ALWAYS_INLINE SplitLanes operator op(SplitLanes a, float b) { return {a.lo op b, a.hi op b}; }            \
-  TFM_ALWAYS_INLINE SplitLanes operator op(float a, SplitLanes b) { return {a op b.lo, a op b.hi}; }
+  TFM_ALWAYS_INLINE SplitLanes operator op(float a, SplitLanes b) { return {a op b.lo, a op b.hi}; }            \
+  TFM_ALWAYS_INLINE QuarterLanes operator op(QuarterLanes a, QuarterLanes b) {                                  \
+    return {{a.q[0] op b.q[0], a.q[1] op b.q[1], a.q[2] op b.q[2], a.q[3] op b.q[3]}};                          \
+  }                                                                                                             \
+  TFM_ALWAYS_INLINE QuarterLanes operator op(QuarterLanes a, float b) {                                         \
+    return {{a.q[0] op b, a.q[1] op b, a.q[2] op b, a.q[3] op b}};                                              \
+  }                                                                                                             \
+  TFM_ALWAYS_INLINE QuarterLanes operator op(float a, QuarterLanes b) {                                         \
+    return {{a op b.q[0], a op b.q[1], a op b.q[2], a op b.q[3]}};                                              \
+  }
 TFM_LANES_ARITHMETIC(+)
 TFM_LANES_ARITHMETIC(-)
 TFM_LANES_ARITHMETIC(*)
@@ -78,21 +104,31 @@ TFM_LANES_ARITHMETIC(/)
 #undef TFM_LANES_ARITHMETIC
 TFM_ALWAYS_INLINE WideLanes& operator+=(WideLanes& a, WideLanes b) { return a = a + b; }
 TFM_ALWAYS_INLINE SplitLanes& operator+=(SplitLanes& a, SplitLanes b) { return a = a + b; }
+TFM_ALWAYS_INLINE QuarterLanes& operator+=(QuarterLanes& a, QuarterLanes b) { return a = a + b; }
 
 #define TFM_LANES_COMPARISON(op)                                                                               \
   TFM_ALWAYS_INLINE WideInts operator op(WideLanes a, WideLanes b) { return {a.v op b.v}; }                    \
   TFM_ALWAYS_INLINE WideInts operator op(WideLanes a, float b) { return {a.v op b}; }                          \
   TFM_ALWAYS_INLINE SplitInts operator op(SplitLanes a, SplitLanes b) { return {a.lo op b.lo, a.hi op b.hi}; } \
-  TFM_ALWAYS_INLINE SplitInts operator op(SplitLanes a, float b) { return {a.lo op b, a.hi op b}; }
+  TFM_ALWAYS_INLINE SplitInts operator op(SplitLanes a, float b) { return {a.lo op b, a.hi op b}; }            \
+  TFM_ALWAYS_INLINE QuarterInts operator op(QuarterLanes a, QuarterLanes b) {                                  \
+    return {{a.q[0] op b.q[0], a.q[1] op b.q[1], a.q[2] op b.q[2], a.q[3] op b.q[3]}};                         \
+  }                                                                                                            \
+  TFM_ALWAYS_INLINE QuarterInts operator op(QuarterLanes a, float b) {                                         \
+    return {{a.q[0] op b, a.q[1] op b, a.q[2] op b, a.q[3] op b}};                                             \
+  }
 TFM_LANES_COMPARISON(<)
 TFM_LANES_COMPARISON(>)
 TFM_LANES_COMPARISON(==)
 TFM_LANES_COMPARISON(!=)
 #undef TFM_LANES_COMPARISON
 
-#define TFM_INTS_ARITHMETIC(op)                                                        \
-  TFM_ALWAYS_INLINE WideInts operator op(WideInts a, int32_t b) { return {a.v op b}; } \
-  TFM_ALWAYS_INLINE SplitInts operator op(SplitInts a, int32_t b) { return {a.lo op b, a.hi op b}; }
+#define TFM_INTS_ARITHMETIC(op)                                                                      \
+  TFM_ALWAYS_INLINE WideInts operator op(WideInts a, int32_t b) { return {a.v op b}; }               \
+  TFM_ALWAYS_INLINE SplitInts operator op(SplitInts a, int32_t b) { return {a.lo op b, a.hi op b}; } \
+  TFM_ALWAYS_INLINE QuarterInts operator op(QuarterInts a, int32_t b) {                              \
+    return {{a.q[0] op b, a.q[1] op b, a.q[2] op b, a.q[3] op b}};                                   \
+  }
 TFM_INTS_ARITHMETIC(+)
 TFM_INTS_ARITHMETIC(-)
 TFM_INTS_ARITHMETIC(<<)
@@ -105,6 +141,11 @@ TFM_ALWAYS_INLINE WideLanes where(WideInts condition, WideLanes yes, WideLanes n
 TFM_ALWAYS_INLINE SplitLanes where(SplitInts condition, SplitLanes yes, SplitLanes no) {
   return {condition.lo ? yes.lo : no.lo, condition.hi ? yes.hi : no.hi};
 }
+TFM_ALWAYS_INLINE QuarterLanes where(QuarterInts condition, QuarterLanes yes, QuarterLanes no) {
+  QuarterLanes out;
+  for (int i = 0; i < 4; ++i) out.q[i] = condition.q[i] ? yes.q[i] : no.q[i];
+  return out;
+}
 /// The lanes' bits as integers, and back (exp_nonpositive's exponent).
 TFM_ALWAYS_INLINE WideInts to_bits(WideLanes x) { return {reinterpret_cast<IntWhole>(x.v)}; }
 TFM_ALWAYS_INLINE WideLanes from_bits(WideInts x) { return {reinterpret_cast<FloatWhole>(x.v)}; }
@@ -113,6 +154,16 @@ TFM_ALWAYS_INLINE SplitInts to_bits(SplitLanes x) {
 }
 TFM_ALWAYS_INLINE SplitLanes from_bits(SplitInts x) {
   return {reinterpret_cast<FloatHalf>(x.lo), reinterpret_cast<FloatHalf>(x.hi)};
+}
+TFM_ALWAYS_INLINE QuarterInts to_bits(QuarterLanes x) {
+  QuarterInts out;
+  for (int i = 0; i < 4; ++i) out.q[i] = reinterpret_cast<IntQuarter>(x.q[i]);
+  return out;
+}
+TFM_ALWAYS_INLINE QuarterLanes from_bits(QuarterInts x) {
+  QuarterLanes out;
+  for (int i = 0; i < 4; ++i) out.q[i] = reinterpret_cast<FloatQuarter>(x.q[i]);
+  return out;
 }
 
 /// Every lane x.
@@ -127,6 +178,10 @@ TFM_ALWAYS_INLINE WideLanes with_lane0(WideLanes lanes, float x) {
 }
 TFM_ALWAYS_INLINE SplitLanes with_lane0(SplitLanes lanes, float x) {
   lanes.lo[0] = x;
+  return lanes;
+}
+TFM_ALWAYS_INLINE QuarterLanes with_lane0(QuarterLanes lanes, float x) {
+  lanes.q[0][0] = x;
   return lanes;
 }
 
@@ -150,8 +205,11 @@ template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE Lanes load_lanes(const T* p) {
   if constexpr (std::is_same_v<Lanes, WideLanes>) {
     return {load_floats<FloatWhole>(p)};
-  } else {
+  } else if constexpr (std::is_same_v<Lanes, SplitLanes>) {
     return {load_floats<FloatHalf>(p), load_floats<FloatHalf>(p + 8)};
+  } else {
+    return {{load_floats<FloatQuarter>(p), load_floats<FloatQuarter>(p + 4), load_floats<FloatQuarter>(p + 8),
+             load_floats<FloatQuarter>(p + 12)}};
   }
 }
 
@@ -181,11 +239,21 @@ TFM_ALWAYS_INLINE void store_lanes(T* p, SplitLanes v) {
   store_floats(p, v.lo);
   store_floats(p + 8, v.hi);
 }
+template <typename T>
+TFM_ALWAYS_INLINE void store_lanes(T* p, QuarterLanes v) {
+  for (int i = 0; i < 4; ++i) store_floats(p + 4 * i, v.q[i]);
+}
 
 TFM_ALWAYS_INLINE WideLanes max_lanes(WideLanes a, WideLanes b) { return {a.v > b.v ? a.v : b.v}; }
 TFM_ALWAYS_INLINE FloatHalf max_half(FloatHalf a, FloatHalf b) { return a > b ? a : b; }
 TFM_ALWAYS_INLINE SplitLanes max_lanes(SplitLanes a, SplitLanes b) {
   return {max_half(a.lo, b.lo), max_half(a.hi, b.hi)};
+}
+TFM_ALWAYS_INLINE FloatQuarter max_quarter(FloatQuarter a, FloatQuarter b) { return a > b ? a : b; }
+TFM_ALWAYS_INLINE QuarterLanes max_lanes(QuarterLanes a, QuarterLanes b) {
+  QuarterLanes out;
+  for (int i = 0; i < 4; ++i) out.q[i] = max_quarter(a.q[i], b.q[i]);
+  return out;
 }
 
 /// Lanes 0-7 of the result: a's lane j against a's lane j + 8 by `fold` (max or +); lanes 8-15:
@@ -264,6 +332,38 @@ TFM_ALWAYS_INLINE Lanes sums_of_lanes(const Lanes (&v)[kVectorLanes]) {
   } else {
     return sums;
   }
+}
+
+/// QuarterLanes' reductions, in the same order. Lane j with j + 8 (q[0] with q[2], q[1] with
+/// q[3]), then with j + 4: four lanes left.
+template <typename Fold>
+TFM_ALWAYS_INLINE FloatQuarter fold_to_quarter(QuarterLanes v, Fold fold) {
+  return fold(fold(v.q[0], v.q[2]), fold(v.q[1], v.q[3]));
+}
+/// 4 lanes folded to one: lane j with j + 2, then + 1.
+template <typename Fold>
+TFM_ALWAYS_INLINE float fold_four(FloatQuarter q, Fold fold) {
+  q = fold(q, __builtin_shufflevector(q, q, 2, 3, 0, 1));
+  q = fold(q, __builtin_shufflevector(q, q, 1, 0, 3, 2));
+  return q[0];
+}
+TFM_ALWAYS_INLINE float max_of_lanes(QuarterLanes v) { return fold_four(fold_to_quarter(v, max_quarter), max_quarter); }
+TFM_ALWAYS_INLINE float sum_of_lanes(QuarterLanes v) {
+  const auto add = [](FloatQuarter a, FloatQuarter b) { return a + b; };
+  return fold_four(fold_to_quarter(v, add), add);
+}
+TFM_ALWAYS_INLINE QuarterLanes sums_of_lanes(const QuarterLanes (&v)[kVectorLanes]) {
+  const auto add = [](FloatQuarter a, FloatQuarter b) { return a + b; };
+  QuarterLanes sums;
+  for (int g = 0; g < 4; ++g) {  // vectors 4g .. 4g+3
+    const FloatQuarter a = fold_to_quarter(v[4 * g], add), b = fold_to_quarter(v[4 * g + 1], add);
+    const FloatQuarter c = fold_to_quarter(v[4 * g + 2], add), d = fold_to_quarter(v[4 * g + 3], add);
+    // lane j with j + 2, two vectors per result, then j with j + 1
+    const FloatQuarter ab = __builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7);
+    const FloatQuarter cd = __builtin_shufflevector(c, d, 0, 1, 4, 5) + __builtin_shufflevector(c, d, 2, 3, 6, 7);
+    sums.q[g] = __builtin_shufflevector(ab, cd, 0, 2, 4, 6) + __builtin_shufflevector(ab, cd, 1, 3, 5, 7);
+  }
+  return sums;
 }
 
 }  // namespace tfm

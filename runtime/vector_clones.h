@@ -7,7 +7,8 @@
 // Elsewhere (clang, other architectures) both are empty: the same loops, baseline code.
 // TFM_LANE_KERNEL((head), body...) defines a kernel that computes in 16 float lanes
 // (runtime/float_lanes.h) the same way, once per version: `body` sees `Lanes`, WideLanes in the
-// AVX-512 version and SplitLanes in the others, which GCC cannot compile well with one type.
+// AVX-512 version, SplitLanes in the AVX2 one and QuarterLanes in the baseline, for GCC compiles
+// no one type well on all three.
 // TFM_ONE_CLONE (bench/vector_clones.sh only): "v4", "v3" or "baseline" keeps that version alone
 // (beside the baseline, for the loader), to measure what a CPU without AVX-512 or AVX2 runs.
 #define TFM_UNPARENTHESIZED(...) __VA_ARGS__
@@ -23,20 +24,20 @@
 #define TFM_LANE_KERNEL(head, ...)                                  \
   TFM_LANE_VERSION("arch=x86-64-v4", WideLanes, head, __VA_ARGS__)  \
   TFM_LANE_VERSION("arch=x86-64-v3", SplitLanes, head, __VA_ARGS__) \
-  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+  TFM_LANE_VERSION("default", QuarterLanes, head, __VA_ARGS__)
 #else
 #define TFM_VECTOR_CLONES_v4 __attribute__((target_clones("arch=x86-64-v4", "default")))
 #define TFM_VECTOR_CLONES_v3 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define TFM_VECTOR_CLONES_baseline
 #define TFM_LANE_KERNEL_v4(head, ...)                              \
   TFM_LANE_VERSION("arch=x86-64-v4", WideLanes, head, __VA_ARGS__) \
-  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+  TFM_LANE_VERSION("default", QuarterLanes, head, __VA_ARGS__)
 #define TFM_LANE_KERNEL_v3(head, ...)                               \
   TFM_LANE_VERSION("arch=x86-64-v3", SplitLanes, head, __VA_ARGS__) \
-  TFM_LANE_VERSION("default", SplitLanes, head, __VA_ARGS__)
+  TFM_LANE_VERSION("default", QuarterLanes, head, __VA_ARGS__)
 #define TFM_LANE_KERNEL_baseline(head, ...) \
   TFM_UNPARENTHESIZED head {                \
-    using Lanes = SplitLanes;               \
+    using Lanes = QuarterLanes;             \
     __VA_ARGS__                             \
   }
 #define TFM_CLONE_JOIN(a, b) a##b
@@ -49,7 +50,7 @@
 #define TFM_ALWAYS_INLINE inline
 #define TFM_LANE_KERNEL(head, ...) \
   TFM_UNPARENTHESIZED head {       \
-    using Lanes = SplitLanes;      \
+    using Lanes = QuarterLanes;    \
     __VA_ARGS__                    \
   }
 #endif

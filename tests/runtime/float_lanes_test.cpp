@@ -1,5 +1,5 @@
-// The 16-float lanes, both kinds (one vector of 16, two of 8), against the scalar operations they
-// stand for: same bits, lane by lane.
+// The 16-float lanes, all three kinds (one vector of 16, two of 8, four of 4), against the scalar
+// operations they stand for: same bits, lane by lane.
 #include "runtime/float_lanes.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ std::vector<float> exp_inputs() {
 
 template <typename Lanes>
 class FloatLanesTest : public ::testing::Test {};
-using LaneTypes = ::testing::Types<WideLanes, SplitLanes>;
+using LaneTypes = ::testing::Types<WideLanes, SplitLanes, QuarterLanes>;
 TYPED_TEST_SUITE(FloatLanesTest, LaneTypes);
 
 TYPED_TEST(FloatLanesTest, ExpEqualsTheScalarExpBitForBitAndLibmClosely) {
