@@ -134,9 +134,8 @@ std::pair<torch::Tensor, torch::Tensor> beam_top_k(const torch::Tensor& log_prob
   const auto cells = log_probs.contiguous();
   const auto offsets = beam_scores.to(torch::kFloat32).contiguous();
   const auto maxima = block_maxima.defined() ? block_maxima.to(torch::kFloat32).contiguous() : block_maxima;
-  TORCH_CHECK(
-      !maxima.defined() || maxima.sizes() == torch::IntArrayRef({rows, (width + kLogitBlock - 1) / kLogitBlock}),
-      "beam_top_k: block maxima ", maxima.sizes(), " for ", rows, " rows of ", width);
+  TORCH_CHECK(!maxima.defined() || maxima.sizes() == torch::IntArrayRef({rows, logit_blocks(width)}),
+              "beam_top_k: block maxima ", maxima.sizes(), " for ", rows, " rows of ", width);
   auto scores = torch::empty({sentences, count}, torch::kFloat32);
   auto ids = torch::empty({sentences, count}, torch::kLong);
   if (cells.scalar_type() == torch::kFloat32) {

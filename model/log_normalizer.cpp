@@ -62,7 +62,7 @@ LogNormalizers log_normalizers(const torch::Tensor& logits) {
   const auto rows = logits.contiguous();
   const int64_t count = rows.size(0), width = rows.size(1);
   LogNormalizers out{torch::empty({count}, torch::kFloat32),
-                     torch::empty({count, (width + kLogitBlock - 1) / kLogitBlock}, torch::kFloat32)};
+                     torch::empty({count, logit_blocks(width)}, torch::kFloat32)};
   if (rows.scalar_type() == torch::kFloat32) {
     normalize_all<float>(rows, out);
   } else {

@@ -10,6 +10,8 @@ bool log_normalizers_supported(const torch::Tensor& logits);
 
 /// Cells per block of LogNormalizers::block_maxima.
 constexpr int64_t kLogitBlock = 256;
+/// Blocks of kLogitBlock in a row of `width` logits, the last one partial.
+constexpr int64_t logit_blocks(int64_t width) { return (width + kLogitBlock - 1) / kLogitBlock; }
 
 struct LogNormalizers {
   torch::Tensor normalizers;   // [N] float32
