@@ -2,7 +2,7 @@
 """Translates with CTranslate2 a tfm model converted by bench/ct2_convert.py, for speed comparisons.
 
     ~/.cache/tfm/ct2-venv/bin/python bench/ct2_translate.py --model-dir DIR [--beam 4] \\
-        [--lenpen 0.6] [--max-len 50] [--threads 2] [--batch-tokens 6000] \\
+        [--lenpen 0.6] [--max-len 50] [--threads 2] [--inter-threads 1] [--batch-tokens 6000] \\
         [--compute-type float32|int8] < input.en > output.de
 
 Needs the `ctranslate2` and `sentencepiece` packages (the CTranslate2 venv has both); not torch.
@@ -16,6 +16,9 @@ Mirrors `tfm translate` where CTranslate2 lets it:
                     max-len - 1 subwords. CTranslate2's max_decoding_length excludes the end token,
                     so it gets max-len - 1. min_decoding_length 0: eos may come first, as in tfm.
   banned tokens     <pad> and <s> are never produced (suppressed, as tfm's step rules do)
+  threads           --threads intra-op threads per batch; --inter-threads N decodes N batches at
+                    once (CTranslate2's inter_threads), each on --threads threads. On two cores,
+                    --threads 1 --inter-threads 2 is CTranslate2's fastest int8 (BENCHMARKS.md).
   batching          inputs read in chunks of 4000 lines; CTranslate2 sorts each chunk by length
                     and cuts it into batches of at most --batch-tokens tokens (batch_type "tokens").
                     CTranslate2 sums the sources' real lengths where tfm's --max-tokens counts
@@ -53,7 +56,9 @@ def main():
     parser.add_argument("--beam", type=int, default=4, help="beam size (1 = greedy)")
     parser.add_argument("--lenpen", type=float, default=0.6, help="CTranslate2's length penalty alpha")
     parser.add_argument("--max-len", type=int, default=50, help="maximum output length, eos included")
-    parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads (per batch)")
+    parser.add_argument("--inter-threads", type=int, default=1,
+                        help="batches decoded at once (CTranslate2's inter_threads), each on --threads threads")
     parser.add_argument("--batch-tokens", type=int, default=6000, help="source tokens per batch")
     parser.add_argument("--compute-type", default="float32",
                         help="float32 or int8 (any CTranslate2 compute type is passed through)")
@@ -61,8 +66,8 @@ def main():
                         help="instead: translate the first N lines one at a time (batch 1) and print the "
                              "median milliseconds per line on stdout (as bench/latency.py for tfm)")
     args = parser.parse_args()
-    if args.beam < 1 or args.max_len < 1 or args.threads < 1 or args.batch_tokens < 1:
-        parser.error("--beam, --max-len, --threads and --batch-tokens must be >= 1")
+    if args.beam < 1 or args.max_len < 1 or args.threads < 1 or args.inter_threads < 1 or args.batch_tokens < 1:
+        parser.error("--beam, --max-len, --threads, --inter-threads and --batch-tokens must be >= 1")
 
     import ctranslate2
     import sentencepiece
@@ -83,7 +88,7 @@ def main():
                      "position rows (reconvert with a larger --position-rows)")
 
     translator = ctranslate2.Translator(args.model_dir, device="cpu", compute_type=args.compute_type,
-                                        intra_threads=args.threads, inter_threads=1)
+                                        intra_threads=args.threads, inter_threads=args.inter_threads)
     options = dict(max_batch_size=args.batch_tokens, batch_type="tokens", beam_size=args.beam,
                    length_penalty=args.lenpen, max_decoding_length=max_decoding,
                    min_decoding_length=0, max_input_length=0, num_hypotheses=1,

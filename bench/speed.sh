@@ -5,11 +5,13 @@
 #     (bench/reference_train.py) and tfm, the same updates;
 #   - decoding test_2016_flickr (1000 sentences, beam 4): the plain-PyTorch reference
 #     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
-#     without its vocabulary shortlist, and CTranslate2 float32/int8 on the same weights
+#     without its vocabulary shortlist, and CTranslate2 float32/int8 on the same weights, each with
+#     one batch on every thread and (rows "xN") N batches at once on a thread each
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
 #     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
-#     against CTranslate2's best, the shortlist's speed-up, batch-1 latency against CTranslate2's best.
+#     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
+#     smaller), the shortlist's speed-up, batch-1 latency against CTranslate2's best.
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
@@ -86,7 +88,7 @@ printf '%-28s %12s %8s %8s %10s %10s %12s %12s\n' engine sentences/s ratio BLEU 
   "p50_ms_${threads}thr" p50_ms_1thr
 bleu() { "$tfm" eval --hyp "$1" --ref "$out/test.de" --width 2 2>/dev/null | grep -oE '= [0-9.]+' | head -1 | cut -c3-; }
 same() { paste -d '\t' "$out/hyp.tfm-fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l; }
-declare -A speed_of mib_of p50_of  # by row name, for the ratios to CTranslate2 at the end
+declare -A speed_of mib_of p50_of fastest  # by row name (fastest: by compute type), for the ratios at the end
 row() {  # row NAME HYP LOG RSS_KB [LATENCY] [LATENCY_1_THREAD]
   local sps; sps=$(grep -oE '[0-9.]+ sentences/s' "$3" | tail -1 | cut -d' ' -f1)
   [ -z "${ref_sps:-}" ] && ref_sps=$sps
@@ -127,29 +129,43 @@ if [ ! -x "$ct2_python" ]; then  # CTranslate2 in a venv of its own: never a dep
 fi
 "$ct2_python" -c 'import ctranslate2; print("CTranslate2", ctranslate2.__version__)'
 "$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
+# Each compute type twice where there are several threads: one batch on every thread, and one
+# batch per thread at once (inter_threads), CTranslate2's faster int8 on two cores.
+splits=("$threads 1") && [ "$threads" -gt 1 ] && splits+=("1 $threads")
 for compute in float32 int8; do
-  timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$threads" --compute-type "$compute" \
-    < "$out/test.en" > "$out/hyp.ct2-$compute" 2> "$out/log.ct2-$compute"
-  rss=$(cat "$out/rss")
-  latency=() && for t in "$threads" 1; do
-    latency+=("$("$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
-      --latency-lines 100 < "$out/test.en")")
+  for split in "${splits[@]}"; do
+    read -r intra inter <<< "$split"
+    name="CTranslate2 $compute" && [ "$inter" -gt 1 ] && name+=" x$inter"
+    timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$intra" --inter-threads "$inter" \
+      --compute-type "$compute" < "$out/test.en" > "$out/hyp.ct2-$compute-$inter" 2> "$out/log.ct2-$compute-$inter"
+    rss=$(cat "$out/rss")
+    latency=()  # batch-1 latency: one sentence is one batch, whatever inter_threads says
+    [ "$inter" = 1 ] && for t in "$threads" 1; do
+      latency+=("$("$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
+        --latency-lines 100 < "$out/test.en")")
+    done
+    row "$name" "$out/hyp.ct2-$compute-$inter" "$out/log.ct2-$compute-$inter" "$rss" "${latency[@]}"
   done
-  row "CTranslate2 $compute" "$out/hyp.ct2-$compute" "$out/log.ct2-$compute" "$rss" "${latency[@]}"
+  # The faster split of this compute type: what tfm is compared with.
+  fastest["$compute"]="CTranslate2 $compute"
+  if [ "${#splits[@]}" -gt 1 ] && (( $(echo "${speed_of[CTranslate2 $compute x$threads]} > ${speed_of[CTranslate2 $compute]}" | bc) )); then
+    fastest["$compute"]="CTranslate2 $compute x$threads"
+  fi
 done
 
 echo
 echo "== tfm against CTranslate2 in this run: issue 32's ratios (speed: higher is better; memory: lower)"
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
-ct2_best="CTranslate2 int8"
-(( $(echo "${speed_of[CTranslate2 float32]} > ${speed_of[CTranslate2 int8]}" | bc) )) && ct2_best="CTranslate2 float32"
+ct2_best=${fastest[int8]}
+(( $(echo "${speed_of[${fastest[float32]}]} > ${speed_of[$ct2_best]}" | bc) )) && ct2_best=${fastest[float32]}
 default="tfm fp32"; [ "$bf16_native" = 1 ] && default="tfm bf16"
 printf '%-52s %8s %8s\n' comparison speed memory
+one_batch() { echo "${1% x*}"; }  # a CTranslate2 row's one-batch row: its memory, the smaller
 printf '%-52s %8s %8s\n' "$default (the default) / $ct2_best" "$(ratio "${speed_of[$default]}" "${speed_of[$ct2_best]}")" \
-  "$(ratio "${mib_of[$default]}" "${mib_of[$ct2_best]}")"
-for pair in "tfm int8:CTranslate2 int8" "tfm fp32:CTranslate2 float32"; do
+  "$(ratio "${mib_of[$default]}" "${mib_of[$(one_batch "$ct2_best")]}")"
+for pair in "tfm int8:${fastest[int8]}" "tfm fp32:${fastest[float32]}"; do
   printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
-    "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[${pair##*:}]}")"
+    "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[$(one_batch "${pair##*:}")]}")"
 done
 for mode in "${modes[@]}"; do
   if [[ $mode == *-shortlist ]]; then
