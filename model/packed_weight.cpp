@@ -53,8 +53,9 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   const int64_t m = rows.size(0);
   auto sizes = x.sizes().vec();
   sizes.back() = out_features_;
-  if (small_rows_ && m <= SmallRowsProduct::kMaxRows && rows.scalar_type() == torch::kBFloat16 &&
-      (!bias.defined() || bias.scalar_type() == torch::kBFloat16)) {
+  const auto dtype = packed_.scalar_type();
+  if (small_rows_ && m <= SmallRowsProduct::kMaxRows && rows.scalar_type() == dtype &&
+      (!bias.defined() || bias.scalar_type() == dtype)) {
     return small_rows_->linear(rows, bias, relu).view(sizes);
   }
   const int64_t padded = pad_rows ? padded_rows(m) : m;

@@ -32,14 +32,14 @@ class PackedWeight {
 
   bool defined() const { return packed_.defined(); }
   /// x: [..., in], bias: [out] or undefined -> x W^T + b, [..., out]; with `relu`, max(0, x W^T + b)
-  /// applied before the result is stored (the same bits as a separate ReLU). In bfloat16, a few
-  /// rows go through SmallRowsProduct instead of oneDNN.
+  /// applied before the result is stored (the same bits as a separate ReLU). A few rows go through
+  /// SmallRowsProduct instead of oneDNN where the CPU has its kernels.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}, bool relu = false) const;
 
  private:
   torch::Tensor packed_;
   int64_t out_features_ = 0;
-  // bfloat16 products of up to SmallRowsProduct::kMaxRows rows, where the CPU has its kernels;
+  // Products of up to SmallRowsProduct::kMaxRows rows, where the CPU has its kernels;
   // shared by copies, like packed_.
   std::shared_ptr<const SmallRowsProduct> small_rows_;
 };

@@ -63,9 +63,45 @@ TEST(SmallRowsProduct, PackedWeightAgreesAcrossTheRowCountWhereItChangesKernels)
   }
 }
 
+// float32: the kernel and oneDNN (which takes more rows) sum in their own orders (oneDNN splits
+// long sums), so a step's results move by float32 rounding at most when its row count changes
+// kernels. oneDNN's side is the same rows below kMaxRows + 1 zero rows (each output row reads only
+// its own input row); the float64 reference bounds both.
+TEST(SmallRowsProduct, Float32AgreesWithOneDnnForEveryRowCount) {
+  torch::manual_seed(7);
+  if (!SmallRowsProduct::supported(torch::zeros({2, 2}))) {
+    GTEST_SKIP() << "this CPU has no AVX2 (or the build no LIBXSMM): float32 products stay with oneDNN";
+  }
+  for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {65, 256}, {768, 256}, {256, 1024}}) {
+    const auto weight = torch::randn({out, in});
+    const auto bias = torch::randn({out});
+    const SmallRowsProduct product(weight);
+    const PackedWeight packed(weight);
+    for (int64_t rows = 1; rows <= SmallRowsProduct::kMaxRows; rows += (rows < 8 ? 1 : 7)) {
+      const auto x = torch::randn({rows, in});
+      const auto beyond = torch::cat({x, torch::zeros({SmallRowsProduct::kMaxRows + 1 - rows, in})});
+      for (const bool relu : {false, true}) {
+        for (const auto& b : {bias, torch::Tensor()}) {
+          const auto got = product.linear(x, b, relu);
+          ASSERT_EQ(got.scalar_type(), torch::kFloat32);
+          const auto expected = reference(x, weight, b, relu);
+          // Sums of up to 1024 products of N(0, 1) values: float32 keeps them within ~1e-4.
+          EXPECT_TENSOR_NEAR(got.to(torch::kDouble), expected, 1e-3);
+          EXPECT_TENSOR_NEAR(got, packed.linear(beyond, b, relu).narrow(0, 0, rows), 1e-3);
+        }
+      }
+    }
+  }
+}
+
 TEST(SmallRowsProduct, RefusesWhatItCannotMultiply) {
   EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 3}, torch::kBFloat16)));  // odd inputs
-  EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 4})));                    // float32
+  EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 4}, torch::kDouble)));
+  EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({0, 4})));
+  if (SmallRowsProduct::supported(torch::zeros({4, 4}))) {
+    const SmallRowsProduct product(torch::zeros({4, 4}));
+    EXPECT_THROW(product.linear(torch::zeros({2, 4}, torch::kBFloat16), {}, false), c10::Error);  // not its dtype
+  }
   if (!SmallRowsProduct::supported(torch::zeros({4, 4}, torch::kBFloat16))) GTEST_SKIP() << "no native bfloat16";
   const SmallRowsProduct product(torch::zeros({4, 4}, torch::kBFloat16));
   EXPECT_THROW(product.linear(torch::zeros({SmallRowsProduct::kMaxRows + 1, 4}, torch::kBFloat16), {}, false),
