@@ -44,7 +44,7 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
   torch::jit::Stack stack{weight.detach().contiguous(), std::optional<int64_t>()};
   reorder.callBoxed(&stack);
   packed_ = stack[0].toTensor();
-  if (SmallRowsProduct::supported(weight)) small_rows_ = std::make_shared<const SmallRowsProduct>(weight);
+  if (SmallRowsProduct::supported(weight)) small_rows_ = std::make_shared<const SmallRowsProduct>(weight, packed_);
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {

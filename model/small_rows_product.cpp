@@ -1,10 +1,12 @@
 #include "model/small_rows_product.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/tensor_bytes.h"
 #include "runtime/vector_clones.h"
 
 #if TFM_HAVE_LIBXSMM
@@ -82,40 +84,59 @@ bool SmallRowsProduct::supported(const torch::Tensor& weight) {
   return weight.scalar_type() == torch::kBFloat16 && weight.size(1) % 2 == 0 && cpu_has_bf16_kernels();
 }
 
-SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight)
-    : out_(weight.size(0)), in_(weight.size(1)), dtype_(weight.scalar_type()) {
+SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Tensor& packed)
+    : out_(weight.size(0)),
+      in_(weight.size(1)),
+      dtype_(weight.scalar_type()),
+      pair_(dtype_ == torch::kBFloat16 ? 2 : 1),
+      padded_in_((in_ + 16 * pair_ - 1) / (16 * pair_) * (16 * pair_)) {
   TORCH_CHECK(supported(weight),
               "SmallRowsProduct: a [out, in] float32 CPU weight, or bfloat16 with in even, is needed");
   torch::NoGradGuard no_grad;
   const auto w = weight.detach().contiguous();  // [out, in]
-  weight_ = torch::empty({out_ * in_}, w.options());
-  if (dtype_ == torch::kFloat32) {
-    lay_out_blocks(w.data_ptr<float>(), weight_.data_ptr<float>(), 1);
-  } else {
-    lay_out_blocks(w.data_ptr<c10::BFloat16>(), weight_.data_ptr<c10::BFloat16>(), 2);
+  const int64_t size = (out_ + kBlock - 1) / kBlock * kBlock * padded_in_;
+  const TensorBytes bytes = tensor_bytes(packed);
+  if (bytes.data != nullptr && packed.scalar_type() == dtype_ && bytes.size == size * w.element_size() &&
+      holds_in_layout(w, static_cast<const char*>(bytes.data))) {
+    weight_ = packed;  // oneDNN's own copy, read in place: no second one
+    blocks_ = bytes.data;
+    return;
   }
+  weight_ = torch::zeros({size}, w.options());
+  const int64_t element = w.element_size();
+  const auto* from = static_cast<const char*>(w.data_ptr());
+  auto* to = static_cast<char*>(weight_.data_ptr());
+  for (int64_t o = 0; o < out_; ++o) {
+    for (int64_t i = 0; i < in_; ++i) std::memcpy(to + offset(o, i) * element, from + (o * in_ + i) * element, element);
+  }
+  blocks_ = to;
 }
 
-template <typename T>
-void SmallRowsProduct::lay_out_blocks(const T* from, T* to, int64_t pair) const {
-  // Each block [in/pair, width, pair]: float32 as [in, width], bfloat16 with pairs of inputs side by side.
-  for (int64_t first = 0; first < out_; first += kBlock) {
-    const int64_t width = std::min(kBlock, out_ - first);
-    T* block = to + first * in_;
-    for (int64_t o = 0; o < width; ++o) {
-      for (int64_t i = 0; i < in_; ++i)
-        block[(i / pair) * width * pair + o * pair + i % pair] = from[(first + o) * in_ + i];
+int64_t SmallRowsProduct::offset(int64_t o, int64_t i) const {
+  return (o / kBlock) * kBlock * padded_in_ + (i / pair_) * kBlock * pair_ + (o % kBlock) * pair_ + i % pair_;
+}
+
+bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const char* in_packed) const {
+  const int64_t element = weight.element_size();
+  const auto* from = static_cast<const char*>(weight.data_ptr());
+  for (int64_t o = 0; o < out_; ++o) {
+    for (int64_t i = 0; i < in_; ++i) {
+      if (std::memcmp(in_packed + offset(o, i) * element, from + (o * in_ + i) * element, element) != 0) return false;
     }
   }
+  return true;
 }
+
+bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_.is_same(tensor); }
 
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {
   auto& slot = width == kBlock ? full_[rows] : last_[rows];
   if (Kernel known = slot.load(std::memory_order_acquire)) return known;
 #if TFM_HAVE_LIBXSMM
-  // Column-major in LIBXSMM's terms: C [width x rows] = A [width x in] x B [in x rows], where B is
-  // x and C's columns are rows of a block's results (bfloat16: A's pairs of inputs side by side).
-  const libxsmm_blasint m = width, n = rows, k = in_, lda = width, ldb = in_, ldc = kBlock;
+  // Column-major in LIBXSMM's terms: C [width x rows] = A [width x in] x B [in x rows], where A is a
+  // block of weight_ (kBlock apart; bfloat16: pairs of inputs side by side), B is x and C's columns
+  // are rows of a block's results.
+  const libxsmm_blasint m = width, n = rows, k = in_, lda = kBlock, ldb = in_, ldc = kBlock;
   const float alpha = 1.0F, beta = 0.0F;
   const int prefetch = LIBXSMM_PREFETCH_NONE;
   Kernel made = nullptr;
@@ -155,7 +176,7 @@ torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tens
 
 template <typename T>
 void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const {
-  const T* weight = weight_.data_ptr<T>();
+  const T* weight = static_cast<const T*>(blocks_);
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
   // ~1M multiply-adds a thread at least: smaller shares are not worth waking a thread for.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / (rows * in_ * kBlock));
@@ -163,7 +184,7 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
-      run_kernel(kernel(rows, width), weight + first * in_, input, acc);
+      run_kernel(kernel(rows, width), weight + block * kBlock * padded_in_, input, acc);
       finish_block(acc, kBlock, bias != nullptr ? bias + first : nullptr, relu, rows, width, result + first, out_);
     }
   });

@@ -22,31 +22,41 @@ class SmallRowsProduct {
 
   /// Whether the CPU and `weight` ([out, in] float32, or bfloat16 with in even) allow it.
   static bool supported(const torch::Tensor& weight);
-  /// weight: [out, in]; copied once into the layout LIBXSMM's kernels read.
-  explicit SmallRowsProduct(const torch::Tensor& weight);
+  /// weight: [out, in], laid out once as LIBXSMM's kernels read it: blocks of kBlock outputs (zeros
+  /// past `out`), each [in', kBlock] in float32 and [in'/2, kBlock, 2] in bfloat16, in' = `in`
+  /// rounded up to 16 (float32) or 32. That is oneDNN's packed layout (AB16b64a, AB16b64a2b) on
+  /// AVX-512: where `packed` (PackedWeight's copy) holds the weight so, element for element, it
+  /// is read in place instead of copied.
+  explicit SmallRowsProduct(const torch::Tensor& weight, const torch::Tensor& packed = {});
   SmallRowsProduct(const SmallRowsProduct&) = delete;
   SmallRowsProduct& operator=(const SmallRowsProduct&) = delete;
 
   /// x: [M, in] contiguous in the weight's dtype, 1 <= M <= kMaxRows; bias: [out] in that dtype or
   /// undefined -> [M, out] in that dtype.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const;
+  /// Whether the products read `tensor` (the `packed` given at construction) rather than a copy.
+  bool reads(const torch::Tensor& tensor) const;
 
  private:
   using Kernel = void*;  // a libxsmm_smmfunction (float32) or libxsmm_bsmmfunction (bfloat16)
   /// The kernel for `rows` rows and a block of `width` outputs (kBlock, or the last block's).
   Kernel kernel(int64_t rows, int64_t width) const;
-  template <typename T>
-  void lay_out_blocks(const T* from, T* to, int64_t pair) const;
+  /// Where weight[o, i] lies in the layout.
+  int64_t offset(int64_t o, int64_t i) const;
+  /// Whether `packed` (as many bytes as the layout) holds `weight` ([out, in] contiguous) in the
+  /// layout, bit for bit.
+  bool holds_in_layout(const torch::Tensor& weight, const char* packed) const;
   /// result [rows, out] = relu?(input [rows, in] W^T + bias), block by block on LibTorch's threads.
   template <typename T>
   void multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const;
 
   static constexpr int64_t kBlock = 64;  // outputs per kernel call
-  // Blocks of kBlock outputs (the last one narrower): float32 [in, width]; bfloat16
-  // [in/2, width, 2], pairs of inputs side by side.
-  torch::Tensor weight_;
+  torch::Tensor weight_;                 // holds the layout above: [out rounded up to kBlock, in'] elements
+  const void* blocks_ = nullptr;         // its first element
   int64_t out_ = 0, in_ = 0;
   torch::ScalarType dtype_;
+  int64_t pair_ = 1;       // inputs side by side: 2 in bfloat16
+  int64_t padded_in_ = 0;  // in'
   mutable std::array<std::atomic<Kernel>, kMaxRows + 1> full_{}, last_{};
 };
 

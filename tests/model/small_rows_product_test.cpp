@@ -94,6 +94,45 @@ TEST(SmallRowsProduct, Float32AgreesWithOneDnnForEveryRowCount) {
   }
 }
 
+// weight [out, in] in oneDNN's AB16b64a (float32) or AB16b64a2b (bfloat16) packed layout, written
+// out here from the format's definition: blocks of 16 (32) inputs by 64 outputs, outputs innermost
+// (in pairs of inputs for bfloat16), output blocks outermost, zeros where out and in are padded.
+torch::Tensor onednn_blocked(const torch::Tensor& weight) {
+  const int64_t out = weight.size(0), in = weight.size(1), pair = weight.scalar_type() == torch::kBFloat16 ? 2 : 1;
+  const int64_t in_block = 16 * pair, padded_out = (out + 63) / 64 * 64,
+                padded_in = (in + in_block - 1) / in_block * in_block;
+  auto padded = torch::zeros({padded_out, padded_in}, weight.options());
+  padded.narrow(0, 0, out).narrow(1, 0, in).copy_(weight);
+  // [A/64, 64, B/(16 pair), 16, pair] -> [A/64, B/(16 pair), 16, 64, pair]
+  return padded.view({padded_out / 64, 64, padded_in / in_block, 16, pair})
+      .permute({0, 2, 3, 1, 4})
+      .contiguous()
+      .view(-1);
+}
+
+// Given oneDNN's packed copy in the layout it reads, the product reads it in place; given anything
+// else (here the same bytes shuffled), it keeps a copy of its own. Both compute the same products.
+TEST(SmallRowsProduct, ReadsAPackedCopyInItsLayoutInPlace) {
+  torch::manual_seed(8);
+  if (!SmallRowsProduct::supported(torch::zeros({2, 2}))) GTEST_SKIP() << "no LIBXSMM kernels on this CPU or build";
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto weight = torch::randn({100, 40}).to(dtype);  // a partial output block, padded inputs
+    if (!SmallRowsProduct::supported(weight)) continue;     // bfloat16 without AVX512-BF16
+    const auto packed = onednn_blocked(weight);
+    const auto shuffled = packed.flip(0);
+    const SmallRowsProduct in_place(weight, packed), copied(weight, shuffled), alone(weight);
+    EXPECT_TRUE(in_place.reads(packed)) << dtype;
+    EXPECT_FALSE(copied.reads(shuffled)) << dtype;
+    const auto x = torch::randn({5, 40}).to(dtype);
+    const auto bias = torch::randn({100}).to(dtype);
+    const auto expected = alone.linear(x, bias, /*relu=*/false);
+    EXPECT_TRUE(torch::equal(in_place.linear(x, bias, false), expected)) << dtype;
+    EXPECT_TRUE(torch::equal(copied.linear(x, bias, false), expected)) << dtype;
+    const double tolerance = dtype == torch::kFloat32 ? 1e-4 : 0.25;
+    EXPECT_TENSOR_NEAR(expected.to(torch::kDouble), reference(x, weight, bias, false), tolerance);
+  }
+}
+
 TEST(SmallRowsProduct, RefusesWhatItCannotMultiply) {
   EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 3}, torch::kBFloat16)));  // odd inputs
   EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 4}, torch::kDouble)));
