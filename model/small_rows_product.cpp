@@ -16,29 +16,23 @@
 namespace tfm {
 namespace {
 
-bool cpu_has_bf16_kernels() {
 #if TFM_HAVE_LIBXSMM
-  static const bool has = [] {
+/// LIBXSMM's code path for this CPU (a LIBXSMM_X86_* id).
+int libxsmm_target() {
+  static const int target = [] {
     libxsmm_init();
-    return libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX;
+    return libxsmm_get_target_archid();
   }();
-  return has;
-#else
-  return false;  // built without LIBXSMM: oneDNN takes every product
-#endif
+  return target;
 }
 
-bool cpu_has_float_kernels() {
-#if TFM_HAVE_LIBXSMM
-  static const bool has = [] {
-    libxsmm_init();
-    return libxsmm_get_target_archid() >= LIBXSMM_X86_AVX2;
-  }();
-  return has;
+bool cpu_has_bf16_kernels() { return libxsmm_target() >= LIBXSMM_X86_AVX512_CPX; }
+bool cpu_has_float_kernels() { return libxsmm_target() >= LIBXSMM_X86_AVX2; }
 #else
-  return false;
+// Built without LIBXSMM: oneDNN takes every product.
+bool cpu_has_bf16_kernels() { return false; }
+bool cpu_has_float_kernels() { return false; }
 #endif
-}
 
 /// acc [rows, kBlock-apart rows] = x [rows, in] times one block of the weight, through `kernel`.
 void run_kernel(void* kernel, const c10::BFloat16* weight_block, const c10::BFloat16* x, float* acc) {
