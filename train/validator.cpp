@@ -11,6 +11,7 @@
 #include "metrics/bleu.h"
 #include "model/loss.h"
 #include "runtime/errors.h"
+#include "runtime/precision.h"
 #include "text/special_ids.h"
 #include "translation/translator.h"
 
@@ -33,7 +34,11 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const 
 }  // namespace
 
 Validator::Validator(const TrainOptions& options, Tokenizer tokenizer, const torch::Device& device)
-    : options_(options), tokenizer_(std::move(tokenizer)), device_(device) {}
+    : options_(options),
+      tokenizer_(std::move(tokenizer)),
+      device_(device),
+      precision_(options.dtype == "auto" ? choose_precision("auto", device, probe_precision_support()).precision
+                                         : parse_precision(options.dtype)) {}
 
 ValidationResult Validator::run(Transformer model, const Shard& valid) const {
   valid.verify();
@@ -48,6 +53,7 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
       const auto sums = naming_batch_on_out_of_memory(
           [&] { return "validation's " + describe(batch); },
           [&] {
+            const AutocastGuard autocast(device_, precision_);
             const auto logits = model->forward(batch.source.to(device_), batch.target_in.to(device_));
             return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
           });
@@ -63,6 +69,7 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
   TranslatorOptions translator_options;
   translator_options.search.beam = options_.valid_beam;
   translator_options.max_tokens = options_.batching.max_tokens;
+  translator_options.precision = precision_;
   Translator translator({model}, tokenizer_, translator_options, device_);
   std::vector<std::string> hypotheses;
   for (const auto& translation : translator.translate(sources)) hypotheses.push_back(translation.text());

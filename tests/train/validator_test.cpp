@@ -7,6 +7,7 @@
 
 #include "data/batching.h"
 #include "model/loss.h"
+#include "runtime/precision.h"
 #include "tests/train/train_test_support.h"
 #include "text/special_ids.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 TEST(Validator, LossIsPerTargetTokenOverAllBatchesAndBleuIsScored) {
   testing::ToyTask task;
+  task.options.dtype = "float32";  // auto would be bfloat16 on CPUs that compute it natively
   torch::manual_seed(2);
   Transformer model(task.config);
   model->train();
@@ -32,6 +34,35 @@ TEST(Validator, LossIsPerTargetTokenOverAllBatchesAndBleuIsScored) {
   EXPECT_EQ(result.sentences, 6);
   EXPECT_GE(result.bleu, 0.0);
   EXPECT_LE(result.bleu, 100.0);
+}
+
+// Validation computes in the training step's precision: under bfloat16 its loss is the autocast
+// forward's, near float32's but not its value.
+TEST(Validator, ComputesInTheTrainingStepsPrecision) {
+  testing::ToyTask task;
+  torch::manual_seed(2);
+  Transformer model(task.config);
+  task.options.dtype = "float32";
+  const ValidationResult float32 =
+      Validator(task.options, task.data.tokenizer, torch::kCPU).run(model, task.data.train[0]);
+  task.options.dtype = "bfloat16";
+  const ValidationResult bfloat16 =
+      Validator(task.options, task.data.tokenizer, torch::kCPU).run(model, task.data.train[0]);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const Batch all = collate(task.data.train[0], {0, 1, 2, 3, 4, 5});
+  LossSums sums;
+  {
+    const AutocastGuard autocast(torch::kCPU, Precision::kBFloat16);
+    sums = label_smoothed_cross_entropy(model->forward(all.source, all.target_in), all.target_out,
+                                        task.options.label_smoothing, kPadId);
+  }
+  // Batches of a few pairs against one of all six: the same products per row, sums in another order.
+  EXPECT_NEAR(bfloat16.loss, sums.loss.item<double>() / all.target_tokens, 1e-4);
+  EXPECT_NE(bfloat16.loss, float32.loss);
+  EXPECT_NEAR(bfloat16.loss, float32.loss, 0.02 * float32.loss);
+  EXPECT_GE(bfloat16.bleu, 0.0);
+  EXPECT_EQ(bfloat16.sentences, 6);
 }
 
 TEST(Validator, TheBestIsTheHighestBleuOrTheLowestLossAndPatienceCounts) {
