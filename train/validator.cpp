@@ -34,14 +34,11 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_texts(const 
 }  // namespace
 
 Validator::Validator(const TrainOptions& options, Tokenizer tokenizer, const torch::Device& device)
-    : options_(options),
-      tokenizer_(std::move(tokenizer)),
-      device_(device),
-      precision_(options.dtype == "auto" ? choose_precision("auto", device, probe_precision_support()).precision
-                                         : parse_precision(options.dtype)) {}
+    : options_(options), tokenizer_(std::move(tokenizer)), device_(device) {}
 
 ValidationResult Validator::run(Transformer model, const Shard& valid) const {
   valid.verify();
+  const Precision precision = parse_precision(options_.dtype);  // resolved by the Trainer, as UpdateStep reads it
   ValidationResult result;
   model->eval();
   {
@@ -53,7 +50,7 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
       const auto sums = naming_batch_on_out_of_memory(
           [&] { return "validation's " + describe(batch); },
           [&] {
-            const AutocastGuard autocast(device_, precision_);
+            const AutocastGuard autocast(device_, precision);
             const auto logits = model->forward(batch.source.to(device_), batch.target_in.to(device_));
             return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
           });
@@ -69,7 +66,7 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
   TranslatorOptions translator_options;
   translator_options.search.beam = options_.valid_beam;
   translator_options.max_tokens = options_.batching.max_tokens;
-  translator_options.precision = precision_;
+  translator_options.precision = precision;
   Translator translator({model}, tokenizer_, translator_options, device_);
   std::vector<std::string> hypotheses;
   for (const auto& translation : translator.translate(sources)) hypotheses.push_back(translation.text());

@@ -6,7 +6,6 @@
 
 #include "data/shard.h"
 #include "model/transformer.h"
-#include "runtime/precision.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/train_options.h"
@@ -22,8 +21,8 @@ struct ValidationResult {
 
 /// Scores a model on the validation split (Marian's validators): label-smoothed loss and
 /// perplexity over its batches, and corpus BLEU of its translations (--valid-beam, on the
-/// first --valid-max-sentences sentences). Both in the training step's precision (--dtype; auto
-/// resolved as `tfm train` resolves it), as fairseq and Marian validate: the loss under autocast,
+/// first --valid-max-sentences sentences). Both in the training step's precision (--dtype, which
+/// the Trainer has resolved from auto), as fairseq and Marian validate: the loss under autocast,
 /// the translations as `tfm translate --dtype` gives them.
 class Validator {
  public:
@@ -39,7 +38,6 @@ class Validator {
   TrainOptions options_;
   Tokenizer tokenizer_;
   torch::Device device_;
-  Precision precision_;
 };
 
 }  // namespace tfm
