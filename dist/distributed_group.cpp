@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -28,6 +30,10 @@ DistributedGroup::DistributedGroup(const TorchrunEnv& env, const std::string& ba
   if (backend != "gloo" && backend != "nccl") {
     throw std::invalid_argument(option_name("dist_backend") + " " + backend + ": expected gloo or nccl");
   }
+  // Gloo sends with writev, which raises SIGPIPE when the peer has gone; that signal would end this
+  // rank silently, with no error and no exit code of its own. Ignored, as Python ignores it under
+  // torch.distributed, the write fails with EPIPE and the collective throws DistributedError.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     // torchrun's contract: rank 0 serves the store at MASTER_ADDR:MASTER_PORT and waits for the
     // others, which retry their connection until the timeout; under torchrun's agent, the agent

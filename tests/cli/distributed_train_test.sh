@@ -68,7 +68,7 @@ wait "$rank1" 2>/dev/null
 # The bound is what the test proves (no hang past the timeout), with room for a loaded machine's exit.
 [ "$waited" -le 60 ] || fail "rank 0 took $waited s to give up (--dist-timeout 20): $(rank_logs)"
 grep -q "error: rank 0: .* failed (another rank exited" "$WORK/rank0.log" ||
-  fail "rank 0 gave no clear error: $(rank_logs)"
+  fail "rank 0 gave no clear error (exit code $code): $(rank_logs)"
 run bash -c "echo 'I see two cats.' | '$TFM' translate --model '$WORK/model/checkpoint_last.pt'"
 expect_code 0 "translate with the checkpoint left by the failed run"
 finish

@@ -1,9 +1,12 @@
 #include "dist/distributed_group.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -106,6 +109,20 @@ TEST(DistributedGroup, ARankThatLeavesMakesTheOthersCollectiveFailNotHang) {
   });
   EXPECT_NE(error.find("rank 0: all-reduce failed (another rank exited"), std::string::npos) << error;
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(60));
+}
+
+// What a rank's Gloo does when its peer is killed mid-send: a write to a socket whose other end has
+// closed. Without SIGPIPE ignored the process dies of the signal here, silently.
+TEST(DistributedGroup, AWriteToAPeerThatHasGoneFailsInsteadOfEndingTheProcess) {
+  DistributedGroup alone(testing::local_env(testing::free_port(), 1, 0), "gloo", seconds(20));
+  int ends[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends), 0);
+  ::close(ends[1]);
+  const char byte = 0;
+  errno = 0;
+  EXPECT_EQ(::write(ends[0], &byte, 1), -1);
+  EXPECT_EQ(errno, EPIPE);
+  ::close(ends[0]);
 }
 
 TEST(DistributedGroup, AnUnknownBackendIsAUsageError) {
