@@ -41,15 +41,24 @@ TokenAndPositionImpl::TokenAndPositionImpl(const ModelConfig& config, torch::nn:
 }
 
 torch::Tensor TokenAndPositionImpl::position_table(int64_t first, int64_t length, const torch::Device& device) const {
-  if (config_.positions == PositionEncoding::kSinusoidal) {
-    return sinusoidal_positions(first, length, config_.d_model, device);
-  }
+  if (config_.positions == PositionEncoding::kSinusoidal)
+    return sinusoid_rows(first + length, device).narrow(0, first, length);
   if (first + length > config_.max_positions) {
     throw std::invalid_argument("sequence of " + std::to_string(first + length) +
                                 " positions exceeds the model's learned maximum of " +
                                 std::to_string(config_.max_positions));
   }
   return positions->weight.narrow(0, first, length);
+}
+
+torch::Tensor TokenAndPositionImpl::sinusoid_rows(int64_t end, const torch::Device& device) const {
+  const std::lock_guard<std::mutex> lock(sinusoids_->mutex);
+  auto& table = sinusoids_->table;
+  if (!table.defined() || table.size(0) < end || table.device() != device) {
+    const int64_t rows = std::max<int64_t>({end, 256, table.defined() ? 2 * table.size(0) : 0});
+    table = sinusoidal_positions(0, rows, config_.d_model, device);
+  }
+  return table;
 }
 
 torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {

@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -34,8 +36,18 @@ class TokenAndPositionImpl : public torch::nn::Module {
  private:
   /// Positions first .. first+length-1 -> [length, D] float32 (sinusoids or the learned table)
   torch::Tensor position_table(int64_t first, int64_t length, const torch::Device& device) const;
+  /// Sinusoids of positions 0 .. at least `end`-1, computed once and grown by doubling: a decoding
+  /// step would otherwise spend ten ops on one row. A row depends on its position alone, so a
+  /// slice has the bits sinusoidal_positions() gives.
+  torch::Tensor sinusoid_rows(int64_t end, const torch::Device& device) const;
   ModelConfig config_;
   double scale_;
+  // Shared by copies of the module and by the threads translating with it (tfm serve).
+  struct SinusoidCache {
+    std::mutex mutex;
+    torch::Tensor table;  // [P, D] float32
+  };
+  std::shared_ptr<SinusoidCache> sinusoids_ = std::make_shared<SinusoidCache>();
 };
 TORCH_MODULE(TokenAndPosition);
 

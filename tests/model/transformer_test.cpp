@@ -47,6 +47,21 @@ TEST(Positions, SinusoidsEqualThePapersFormula) {
   EXPECT_TENSOR_NEAR(sinusoidal_positions(30, 5, d, torch::kCPU), table.narrow(0, 30, 5), 0.0);
 }
 
+// The embedding slices one table computed once, where it used to compute each call's positions:
+// a row must have the same bits whichever rows were computed with it (the tail of a vectorised
+// sin or cos could differ).
+TEST(Positions, ARowOfSinusoidsHasTheSameBitsInAnyTable) {
+  for (const int64_t d : {256, 512}) {
+    const auto table = sinusoidal_positions(0, 512, d, torch::kCPU);
+    for (int64_t first = 0; first < 400; first += 7) {
+      for (const int64_t length : {1, 3, 13, 37}) {
+        ASSERT_TRUE(torch::equal(sinusoidal_positions(first, length, d, torch::kCPU), table.narrow(0, first, length)))
+            << "d " << d << ", positions " << first << " + " << length;
+      }
+    }
+  }
+}
+
 /// §3.2.3: the decoder output at position t depends on target tokens <= t only.
 TEST(Transformer, DecoderIsCausal) {
   auto model = eval_model(tiny_config());
