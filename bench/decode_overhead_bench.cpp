@@ -1,0 +1,89 @@
+// Batch-1 decoding in process on one thread: milliseconds per sentence and LibTorch op calls per
+// output subword. One thread, so that the time is the decoding thread's own work with no partner
+// to wait for; in process, so that no pipe or process start adds to it. Run by
+// bench/decode_overhead.sh; a figure to compare before and after a change on one machine.
+//   tfm-decode-overhead-bench MODEL SOURCE [LINES] [DTYPE]
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "best_ms.h"  // beside this file
+#include "model/model_file.h"
+#include "runtime/precision.h"
+#include "tokenizer/tokenizer.h"
+#include "translation/translator.h"
+
+namespace {
+
+std::vector<std::string> first_lines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < count && std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Op calls by name while counting is on (nested calls included: layer_norm counts its empty()s).
+std::map<std::string, int64_t> g_calls;
+bool g_counting = false;
+
+/// Op calls by name during `run`, most frequent first.
+template <typename Run>
+std::vector<std::pair<int64_t, std::string>> op_calls_during(Run run) {
+  at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& call) -> std::unique_ptr<at::ObserverContext> {
+        if (g_counting) ++g_calls[call.name()];
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION}));
+  g_counting = true;
+  run();
+  g_counting = false;
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [name, count] : g_calls) by_count.emplace_back(count, name);
+  std::sort(by_count.rbegin(), by_count.rend());
+  return by_count;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE]\n", argv[0]);
+    return 2;
+  }
+  const auto lines = first_lines(argv[2], argc > 3 ? std::stoul(argv[3]) : 100);
+  const std::string dtype = argc > 4 ? argv[4] : "float32";
+  at::set_num_threads(1);
+  auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
+  tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
+  options.search.length_penalty = 0.6;
+  options.precision = tfm::parse_precision(dtype);
+  tfm::Translator translator({loaded.model}, tfm::Tokenizer::from_serialized(loaded.tokenizer_proto), options,
+                             torch::kCPU);
+  auto each_alone = [&] {
+    int64_t subwords = 0;
+    for (const auto& line : lines)
+      subwords += static_cast<int64_t>(translator.translate({line})[0].nbest[0].ids.size()) + 1;
+    return subwords;  // with each </s>
+  };
+  each_alone();  // warm up: allocations, kernels for every row count
+  const double ms = tfm::bench::best_ms(1, each_alone) / static_cast<double>(lines.size());
+
+  int64_t subwords = 0;
+  const auto by_count = op_calls_during([&] { subwords = each_alone(); });
+  int64_t calls = 0;
+  for (const auto& [count, name] : by_count) calls += count;
+  std::printf("%s, %zu sentences one at a time, 1 thread: %.2f ms per sentence; %.0f op calls per output subword\n",
+              dtype.c_str(), lines.size(), ms, static_cast<double>(calls) / static_cast<double>(subwords));
+  for (size_t i = 0; i < by_count.size() && i < 12; ++i) {
+    std::printf("  %-28s %7.1f per subword\n", by_count[i].second.c_str(),
+                static_cast<double>(by_count[i].first) / static_cast<double>(subwords));
+  }
+  return 0;
+}
