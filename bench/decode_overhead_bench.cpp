@@ -1,8 +1,8 @@
-// Batch-1 decoding in process on one thread: milliseconds per sentence and LibTorch op calls per
-// output subword. One thread, so that the time is the decoding thread's own work with no partner
-// to wait for; in process, so that no pipe or process start adds to it. Run by
+// Batch-1 decoding in process: milliseconds per sentence and LibTorch op calls per output subword.
+// One thread by default, so that the time is the decoding thread's own work with no partner to
+// wait for; in process, so that no pipe or process start adds to it. Run by
 // bench/decode_overhead.sh; a figure to compare before and after a change on one machine.
-//   tfm-decode-overhead-bench MODEL SOURCE [LINES] [DTYPE]
+//   tfm-decode-overhead-bench MODEL SOURCE [LINES] [DTYPE] [THREADS]
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <torch/torch.h>
@@ -54,12 +54,13 @@ std::vector<std::pair<int64_t, std::string>> op_calls_during(Run run) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS]\n", argv[0]);
     return 2;
   }
   const auto lines = first_lines(argv[2], argc > 3 ? std::stoul(argv[3]) : 100);
   const std::string dtype = argc > 4 ? argv[4] : "float32";
-  at::set_num_threads(1);
+  const int threads = argc > 5 ? std::stoi(argv[5]) : 1;
+  at::set_num_threads(threads);
   auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
   tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
   options.search.length_penalty = 0.6;
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
   const auto by_count = op_calls_during([&] { subwords = each_alone(); });
   int64_t calls = 0;
   for (const auto& [count, name] : by_count) calls += count;
-  std::printf("%s, %zu sentences one at a time, 1 thread: %.2f ms per sentence; %.0f op calls per output subword\n",
-              dtype.c_str(), lines.size(), ms, static_cast<double>(calls) / static_cast<double>(subwords));
+  std::printf("%s, %zu sentences one at a time, %d thread(s): %.2f ms per sentence; %.0f op calls per output subword\n",
+              dtype.c_str(), lines.size(), threads, ms, static_cast<double>(calls) / static_cast<double>(subwords));
   for (size_t i = 0; i < by_count.size() && i < 12; ++i) {
     std::printf("  %-28s %7.1f per subword\n", by_count[i].second.c_str(),
                 static_cast<double>(by_count[i].first) / static_cast<double>(subwords));

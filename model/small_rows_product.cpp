@@ -172,8 +172,10 @@ template <typename T>
 void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const {
   const T* weight = static_cast<const T*>(blocks_);
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
-  // ~1M multiply-adds a thread at least: smaller shares are not worth waking a thread for.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / (rows * in_ * kBlock));
+  // At a few rows a product streams its weight from memory and two cores stream it faster than
+  // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
+  // batch 1, sharing from ~1M on left most products on one thread).
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (rows * in_ * kBlock));
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
