@@ -62,6 +62,21 @@ TEST(Positions, ARowOfSinusoidsHasTheSameBitsInAnyTable) {
   }
 }
 
+// Training validates with its own model under InferenceMode, which may grow the shared table;
+// the next training step must still take it (and learn through the embedding).
+TEST(Positions, ATableGrownWhileDecodingServesTheNextTrainingStep) {
+  Transformer model(tiny_config());
+  {
+    torch::InferenceMode decoding;
+    model->eval();
+    model->forward(random_ids(1, 5, 23, 1), random_ids(1, 300, 23, 2));  // grows past the first 256 rows
+  }
+  model->train();
+  const auto logits = model->forward(random_ids(2, 6, 23, 3), random_ids(2, 280, 23, 4));
+  logits.sum().backward();
+  for (const auto& parameter : model->parameters()) ASSERT_TRUE(parameter.grad().defined());
+}
+
 /// §3.2.3: the decoder output at position t depends on target tokens <= t only.
 TEST(Transformer, DecoderIsCausal) {
   auto model = eval_model(tiny_config());
