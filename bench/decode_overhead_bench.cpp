@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <string>
@@ -50,9 +51,8 @@ std::vector<std::pair<int64_t, std::string>> op_calls_during(Run run) {
   return by_count;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The benchmark: prints its figures, returns the exit code.
+int run(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS]\n", argv[0]);
     return 2;
@@ -69,9 +69,11 @@ int main(int argc, char** argv) {
                              torch::kCPU);
   auto each_alone = [&] {
     int64_t subwords = 0;
-    for (const auto& line : lines)
-      subwords += static_cast<int64_t>(translator.translate({line})[0].nbest[0].ids.size()) + 1;
-    return subwords;  // with each </s>
+    for (const auto& line : lines) {
+      const auto nbest = translator.translate({line})[0].nbest;  // empty for an empty line
+      if (!nbest.empty()) subwords += static_cast<int64_t>(nbest[0].ids.size()) + 1;
+    }
+    return std::max<int64_t>(subwords, 1);  // with each </s>
   };
   each_alone();  // warm up: allocations, kernels for every row count
   const double ms = tfm::bench::best_ms(1, each_alone) / static_cast<double>(lines.size());
@@ -87,4 +89,15 @@ int main(int argc, char** argv) {
                 static_cast<double>(by_count[i].first) / static_cast<double>(subwords));
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 1;
+  }
 }
