@@ -1,7 +1,8 @@
 #include "model/small_rows_product.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cstdint>
+#include <type_traits>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -91,34 +92,59 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
   const int64_t size = (out_ + kBlock - 1) / kBlock * kBlock * padded_in_;
   const TensorBytes bytes = tensor_bytes(packed);
   if (bytes.data != nullptr && packed.scalar_type() == dtype_ && bytes.size == size * w.element_size() &&
-      holds_in_layout(w, static_cast<const char*>(bytes.data))) {
+      holds_in_layout(w, bytes.data)) {
     weight_ = packed;  // oneDNN's own copy, read in place: no second one
     blocks_ = bytes.data;
     return;
   }
   weight_ = torch::zeros({size}, w.options());
-  const int64_t element = w.element_size();
-  const auto* from = static_cast<const char*>(w.data_ptr());
-  auto* to = static_cast<char*>(weight_.data_ptr());
-  for (int64_t o = 0; o < out_; ++o) {
-    for (int64_t i = 0; i < in_; ++i) std::memcpy(to + offset(o, i) * element, from + (o * in_ + i) * element, element);
-  }
-  blocks_ = to;
+  blocks_ = weight_.data_ptr();
+  with_element_bits(w, [&](const auto* from) {
+    using Bits = std::remove_const_t<std::remove_pointer_t<decltype(from)>>;
+    auto* to = static_cast<Bits*>(weight_.data_ptr());
+    for_each_element([&](int64_t layout, int64_t source) {
+      to[layout] = from[source];
+      return true;
+    });
+  });
 }
 
-int64_t SmallRowsProduct::offset(int64_t o, int64_t i) const {
-  return (o / kBlock) * kBlock * padded_in_ + (i / pair_) * kBlock * pair_ + (o % kBlock) * pair_ + i % pair_;
-}
-
-bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const char* in_packed) const {
-  const int64_t element = weight.element_size();
-  const auto* from = static_cast<const char*>(weight.data_ptr());
-  for (int64_t o = 0; o < out_; ++o) {
-    for (int64_t i = 0; i < in_; ++i) {
-      if (std::memcmp(in_packed + offset(o, i) * element, from + (o * in_ + i) * element, element) != 0) return false;
+template <typename Visit>
+void SmallRowsProduct::for_each_element(Visit visit) const {
+  // Layout order, so that writes run forward: a block of kBlock outputs, then pairs of inputs,
+  // then outputs within the block.
+  for (int64_t first = 0; first < out_; first += kBlock) {
+    const int64_t width = std::min(kBlock, out_ - first);
+    for (int64_t i0 = 0; i0 < in_; i0 += pair_) {
+      const int64_t layout = first * padded_in_ + i0 * kBlock;
+      for (int64_t o = 0; o < width; ++o) {
+        for (int64_t p = 0; p < pair_; ++p) {
+          if (!visit(layout + o * pair_ + p, (first + o) * in_ + i0 + p)) return;
+        }
+      }
     }
   }
-  return true;
+}
+
+template <typename Run>
+void SmallRowsProduct::with_element_bits(const torch::Tensor& weight, Run run) {
+  if (weight.element_size() == 2) {
+    run(static_cast<const uint16_t*>(weight.data_ptr()));
+  } else {
+    run(static_cast<const uint32_t*>(weight.data_ptr()));
+  }
+}
+
+bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const void* in_packed) const {
+  bool same = true;
+  with_element_bits(weight, [&](const auto* from) {
+    const auto* packed = static_cast<decltype(from)>(in_packed);
+    for_each_element([&](int64_t layout, int64_t source) {
+      same = packed[layout] == from[source];
+      return same;  // the first difference ends the walk
+    });
+  });
+  return same;
 }
 
 bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_.is_same(tensor); }

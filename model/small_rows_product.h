@@ -41,11 +41,16 @@ class SmallRowsProduct {
   using Kernel = void*;  // a libxsmm_smmfunction (float32) or libxsmm_bsmmfunction (bfloat16)
   /// The kernel for `rows` rows and a block of `width` outputs (kBlock, or the last block's).
   Kernel kernel(int64_t rows, int64_t width) const;
-  /// Where weight[o, i] lies in the layout.
-  int64_t offset(int64_t o, int64_t i) const;
+  /// visit(layout index, index in the [out, in] weight) for every element, in layout order, until
+  /// visit returns false.
+  template <typename Visit>
+  void for_each_element(Visit visit) const;
+  /// run(the weight's elements as 16- or 32-bit words): compared and copied as whole words.
+  template <typename Run>
+  static void with_element_bits(const torch::Tensor& weight, Run run);
   /// Whether `packed` (as many bytes as the layout) holds `weight` ([out, in] contiguous) in the
   /// layout, bit for bit.
-  bool holds_in_layout(const torch::Tensor& weight, const char* packed) const;
+  bool holds_in_layout(const torch::Tensor& weight, const void* packed) const;
   /// result [rows, out] = relu?(input [rows, in] W^T + bias), block by block on LibTorch's threads.
   template <typename T>
   void multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const;
