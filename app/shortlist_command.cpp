@@ -66,7 +66,7 @@ void add_shortlist_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--shortlist-per-source", options->shortlist.per_source,
                   "Candidates kept for each source subword (the most likely by co-occurrence)");
   cmd->add_option("--shortlist-frequent", options->shortlist.frequent,
-                  "Most frequent target subwords, in every batch's candidates");
+                  "Most frequent target subwords, in every sentence's candidates");
   cmd->add_option("--max-pairs", options->max_pairs, "Count only the first N pairs (0 = all)");
   cmd->callback([options, &action] { action = [options] { run_shortlist(*options); }; });
 }

@@ -78,17 +78,18 @@ bool is_done(const SentenceSearch& sentence, int64_t generated, const SearchOpti
 
 /// From the sentence's top 2K candidates (beam index * V' + column, best first): eos candidates
 /// ranked within the top K finish (as in fairseq, so beam 1 is greedy); the first K others
-/// become the next beams. Returns, per new beam, the row it extends.
+/// become the next beams. `first_row`: the sentence's first row among the step's scores. Returns,
+/// per new beam, the row it extends.
 std::vector<int64_t> select_next(SentenceSearch& sentence, const float* scores, const int64_t* ids,
-                                 const TokenColumns& columns, int64_t width, int64_t beam, double alpha,
-                                 std::vector<int64_t>& next_tokens) {
+                                 const TokenColumns& columns, int64_t first_row, int64_t width, int64_t beam,
+                                 double alpha, std::vector<int64_t>& next_tokens) {
   std::vector<Beam> next;
   std::vector<int64_t> parents;
   for (int64_t rank = 0; rank < 2 * beam && static_cast<int64_t>(next.size()) < beam; ++rank) {
     const double score = scores[rank];
     if (score == kNegInf) break;
     const int64_t parent = ids[rank] / width;
-    const int64_t token = columns.token(ids[rank] % width);
+    const int64_t token = columns.token(first_row + parent, ids[rank] % width);
     if (token == kEosId) {
       if (rank < beam) add_finished(sentence, sentence.beams[parent].tokens, score, beam, alpha);
       continue;
@@ -179,7 +180,8 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   auto [values, row_offsets, block_maxima] =
       s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
   const int64_t scored = values.size(1);  // V'
-  s.processors.apply(values, row_facts(s.active, beam, state.columns));
+  const auto columns = state.columns();
+  s.processors.apply(values, row_facts(s.active, beam, columns));
   const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);
   const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
   const auto [scores_cpu, ids_cpu] = beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored),
@@ -195,7 +197,7 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
     std::vector<int64_t> tokens;
     const auto parents =
         select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
-                    state.columns, scored, beam, s.options.length_penalty, tokens);
+                    columns, static_cast<int64_t>(a) * beam, scored, beam, s.options.length_penalty, tokens);
     ++sentence.generated;
     if (is_done(sentence, sentence.generated, s.options)) {
       finished.push_back({sentence.tag, best_of(sentence, s.options.nbest)});

@@ -37,7 +37,8 @@ std::vector<std::vector<Hypothesis>> row_search(Scorer& scorer, const torch::Ten
     auto log_probs = scorer.step(last_tokens, *state);  // [N, V']
     RowFacts facts;
     facts.step = step;
-    facts.columns = &state->columns;
+    const auto columns = state->columns();
+    facts.columns = &columns;
     for (const auto& row : active) {
       facts.force_eos.push_back(step + 1 >= row.max_len ? 1 : 0);
       facts.history.push_back(&row.tokens);
@@ -53,7 +54,7 @@ std::vector<std::vector<Hypothesis>> row_search(Scorer& scorer, const torch::Ten
     std::vector<int64_t> keep_rows, next_tokens;
     for (size_t r = 0; r < active.size(); ++r) {
       auto& row = active[r];
-      const auto token = state->columns.token(static_cast<int64_t>(tokens[r]));
+      const auto token = columns.token(static_cast<int64_t>(r), static_cast<int64_t>(tokens[r]));
       row.log_prob += scores[r];
       if (token == kEosId) {
         results[row.index] = {make_hypothesis(std::move(row.tokens), row.log_prob, options.length_penalty)};

@@ -236,7 +236,7 @@ IdTranslation IdTranslator::prepared(std::vector<int64_t>& source) const {
 std::unique_ptr<IdTranslationStream> IdTranslator::stream(const SearchOptions& search) {
   const SearchOptions limited = within_position_limit(search);
   validate(limited);
-  if (limited.sampling.enabled || (limited.beam == 1 && limited.nbest == 1) || !shortlist_.empty()) return nullptr;
+  if (limited.sampling.enabled || (limited.beam == 1 && limited.nbest == 1)) return nullptr;
   for (const auto& model : models_) {
     // A stream is read by one thread while others may translate: the models must already be in
     // evaluation mode (the translator's own copies and a server's models are).

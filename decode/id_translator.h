@@ -38,8 +38,8 @@ class IdTranslator;
 
 /// Continuous batching over an IdTranslator (a server's decoding loop): add() sentences at any
 /// time, step() advances every sentence in flight by one token and returns those that finished,
-/// each translated as IdTranslator::translate() translates it. Beam search only, without a
-/// shortlist (IdTranslator::stream()). Not thread-safe; the translator must outlive it.
+/// each translated as IdTranslator::translate() translates it. Beam search only
+/// (IdTranslator::stream()). Not thread-safe; the translator must outlive it.
 class IdTranslationStream {
  public:
   struct Finished {
@@ -100,8 +100,8 @@ class IdTranslator {
   /// are; a server's loaded models are put in it). std::invalid_argument for invalid settings.
   std::vector<IdTranslation> translate(std::vector<std::vector<int64_t>> sources, const SearchOptions& search);
   /// A stream of sentences decoded with `search` as one running batch that new sentences join
-  /// (continuous batching); nullptr where the search cannot stream (sampling, greedy decoding,
-  /// a shortlist: translate() batches those). std::invalid_argument for invalid settings.
+  /// (continuous batching); nullptr where the search cannot stream (sampling, greedy decoding:
+  /// translate() batches those). std::invalid_argument for invalid settings.
   std::unique_ptr<IdTranslationStream> stream(const SearchOptions& search);
   /// The search settings translate() uses (after the models' position limits).
   const SearchOptions& search_options() const { return options_.search; }

@@ -24,8 +24,8 @@ void banned_repeats(const RowFacts& rows, int64_t n, std::vector<int64_t>& banne
       // Does tokens[start, start+n-1) equal the last n-1 tokens? Then tokens[start+n-1] is banned.
       if (std::equal(tokens.begin() + start, tokens.begin() + start + n - 1, tokens.end() - (n - 1))) {
         const int64_t token = tokens[start + n - 1];
-        const int64_t column = rows.columns != nullptr ? rows.columns->column(token) : token;
-        if (column < 0) continue;  // outside the shortlist: never produced anyway
+        const int64_t column = rows.columns != nullptr ? rows.columns->column(static_cast<int64_t>(row), token) : token;
+        if (column < 0) continue;  // outside the row's shortlist: never produced anyway
         banned_rows.push_back(static_cast<int64_t>(row));
         banned_tokens.push_back(column);
       }

@@ -15,7 +15,7 @@ struct RowFacts {
   int64_t step = 0;                                  // tokens generated so far (the fewest of any row)
   std::vector<uint8_t> force_eos;                    // [N]: 1 where the hypothesis must end now (max length)
   std::vector<const std::vector<int64_t>*> history;  // [N]: its tokens so far (for n-gram blocking)
-  const TokenColumns* columns = nullptr;             // the token of each column; null: column = token id
+  const TokenColumns* columns = nullptr;             // the token of each row's columns; null: column = token id
   std::vector<int64_t> steps;  // [N]: each row's tokens so far, where rows differ (joined a running batch); else empty
 };
 

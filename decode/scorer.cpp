@@ -16,6 +16,10 @@ class TransformerState : public Scorer::State {
   void reorder(const torch::Tensor& rows, bool same_source) override { state.reorder(rows, same_source); }
   void repeat_rows(int64_t /*rows*/, int64_t times) override { state.repeat_rows(times); }
   void append(Scorer::State& other) override { state.append(std::move(static_cast<TransformerState&>(other).state)); }
+  TokenColumns columns() const override {
+    if (!state.output_candidates.defined()) return {};
+    return {state.output_candidates, state.rows_per_memory};
+  }
   DecoderState state;
 };
 
@@ -31,6 +35,7 @@ class EnsembleState : public Scorer::State {
     auto& joining = static_cast<EnsembleState&>(other);
     for (size_t i = 0; i < members.size(); ++i) members[i]->append(*joining.members.at(i));
   }
+  TokenColumns columns() const override { return members.front()->columns(); }
   std::vector<std::unique_ptr<Scorer::State>> members;
 };
 
@@ -46,9 +51,7 @@ TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortli
 std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {
   auto state = std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
   if (shortlist_ != nullptr) {
-    const auto ids = shortlist_->candidates(source);  // [V']
-    model_->restrict_output(state->state, ids);
-    state->columns = TokenColumns(ids);
+    model_->restrict_output(state->state, shortlist_->candidates(source));  // [B, C]
   }
   return state;
 }
@@ -83,7 +86,6 @@ EnsembleScorer::EnsembleScorer(std::vector<std::unique_ptr<Scorer>> members) : m
 std::unique_ptr<Scorer::State> EnsembleScorer::start(const torch::Tensor& source) {
   auto state = std::make_unique<EnsembleState>();
   for (auto& member : members_) state->members.push_back(member->start(source));
-  state->columns = state->members.front()->columns;
   return state;
 }
 

@@ -45,15 +45,16 @@ class Scorer {
     /// alike, not stepped yet) join after this state's rows, each scored as if decoded alone.
     /// Only where Scorer::joins(); std::logic_error elsewhere.
     virtual void append(State& other);
-    /// The token of each column of step()'s result (a shortlist's, or the whole vocabulary).
-    TokenColumns columns;
+    /// The token of each column of step()'s result, row by row (each sentence's shortlist, or the
+    /// whole vocabulary), until the next reorder.
+    virtual TokenColumns columns() const { return {}; }
   };
 
   virtual ~Scorer() = default;
   /// source: [B, S] token ids (eos-terminated, pad-filled) -> state with B rows
   virtual std::unique_ptr<State> start(const torch::Tensor& source) = 0;
   /// last_tokens: [N] token ids -> log-probabilities of the next token, [N, V'] float32, one
-  /// column per token of state.columns (V' = V without a shortlist)
+  /// column per token of state.columns() (V' = V without a shortlist)
   virtual torch::Tensor step(const torch::Tensor& last_tokens, State& state) = 0;
   /// step()'s log-probabilities as StepScores, for search that only reads them (beam search's
   /// top-k). Anything that changes values cell by cell (masking a token, a penalty) changes the
@@ -62,12 +63,12 @@ class Scorer {
     return {step(last_tokens, state), {}, {}};
   }
   virtual int64_t vocab_size() const = 0;
-  /// Whether its states can append() others (not with a shortlist: each batch has its columns).
+  /// Whether its states can append() others.
   virtual bool joins() const { return false; }
 };
 
-/// One Transformer, decoded incrementally with its key/value cache; with a shortlist, each batch
-/// is scored over its sentences' candidates only (model/shortlist.h).
+/// One Transformer, decoded incrementally with its key/value cache; with a shortlist, each
+/// sentence is scored over its own candidates only (model/shortlist.h).
 class TransformerScorer : public Scorer {
  public:
   explicit TransformerScorer(Transformer model, const Shortlist* shortlist = nullptr);
@@ -78,7 +79,7 @@ class TransformerScorer : public Scorer {
   /// at every step. Elsewhere step()'s log-probabilities.
   StepScores step_scores(const torch::Tensor& last_tokens, State& state) override;
   int64_t vocab_size() const override;
-  bool joins() const override { return shortlist_ == nullptr; }
+  bool joins() const override { return true; }
 
  private:
   Transformer model_;

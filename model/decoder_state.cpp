@@ -167,7 +167,8 @@ void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& i
   }
 }
 
-/// [M, H, S, Dh] (or a bias [M, 1, 1, S]) padded with `fill` to `length` positions along dim 2 or 3.
+/// [M, H, S, Dh] (or a bias [M, 1, 1, S], or shortlists [M, C]) padded with `fill` to `length`
+/// positions along `dim`.
 torch::Tensor pad_positions(const torch::Tensor& x, int64_t dim, int64_t length, double fill) {
   const int64_t have = x.size(dim);
   if (have == length) return x;
@@ -247,6 +248,7 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     select(layer.memory_v);
   }
   select(memory_bias);
+  if (output_candidates.defined()) output_candidates = output_candidates.index_select(0, memory_rows.to(torch::kCPU));
 }
 
 int64_t DecoderState::rows() const { return memory_bias.size(0) * rows_per_memory; }
@@ -262,8 +264,8 @@ void DecoderState::append(DecoderState other) {
   TORCH_CHECK(other.rows_per_memory == rows_per_memory, "append: ", other.rows_per_memory,
               " rows per encoder output join ", rows_per_memory);
   TORCH_CHECK(other.layers.size() == layers.size(), "append: states of different models");
-  TORCH_CHECK(!output_weight.defined() && !other.output_weight.defined(),
-              "append: states restricted to a shortlist cannot join");
+  TORCH_CHECK(output_candidates.defined() == other.output_candidates.defined(),
+              "append: a state with a shortlist and one without cannot join");
   const int64_t old_rows = rows(), added = other.rows();
   // The first position any row still reads: positions before it are dropped from the caches.
   const int64_t first = row_starts.empty() ? 0 : *std::min_element(row_starts.begin(), row_starts.end());
@@ -283,6 +285,11 @@ void DecoderState::append(DecoderState other) {
   const double masked = -std::numeric_limits<double>::infinity();
   memory_bias =
       torch::cat({pad_positions(memory_bias, 3, length, masked), pad_positions(other.memory_bias, 3, length, masked)});
+  if (output_candidates.defined()) {
+    const int64_t width = std::max(output_candidates.size(1), other.output_candidates.size(1));
+    output_candidates = torch::cat(
+        {pad_positions(output_candidates, 1, width, -1.0), pad_positions(other.output_candidates, 1, width, -1.0)});
+  }
   if (step == 0) return;  // nothing decoded yet: every row begins at 0
   if (row_starts.empty()) row_starts.assign(old_rows, 0);
   for (auto& start : row_starts) start -= first;

@@ -6,8 +6,6 @@
 
 #include <torch/types.h>
 
-#include "model/prepared_weight.h"
-
 namespace tfm {
 
 /// Keys and values one decoder layer keeps between incremental steps.
@@ -43,10 +41,10 @@ struct DecoderState {
   // memory_bias have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
-  // A shortlist's rows of the output matrix ([V', D], selected once per batch, in the form the
-  // model prepared its whole matrix in): step() then scores only those tokens. Undefined: the
-  // whole vocabulary.
-  PreparedWeight output_weight;
+  // A shortlist's candidates, [M, C] int64 on the CPU, one list per encoder output
+  // (Shortlist::candidates: sorted ids, -1 as padding): step() scores row r over list
+  // r / rows_per_memory only. Undefined: the whole vocabulary.
+  torch::Tensor output_candidates;
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.
@@ -64,7 +62,7 @@ struct DecoderState {
   /// TransformerImpl::start_decoding and repeated alike, not stepped yet) join after this state's
   /// rows and begin at position `step`; a row's translation is the one it gets decoded alone.
   /// Encoder outputs are padded to the longer source; the caches keep only the positions that a
-  /// row still reads. Not with a shortlist (output_weight): each batch has its own columns.
+  /// row still reads. Shortlists are padded to the longer one.
   void append(DecoderState other);
 
   /// Rows: N.

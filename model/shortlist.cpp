@@ -49,20 +49,34 @@ Shortlist::Shortlist(int64_t vocab_size, std::vector<int64_t> frequent, std::vec
 
 torch::Tensor Shortlist::candidates(const torch::Tensor& source) const {
   const auto ids = source.to(torch::kCPU, torch::kLong).contiguous();
-  std::vector<uint8_t> keep(static_cast<size_t>(vocab_size_), 0);
-  std::fill(keep.begin(), keep.begin() + std::min(kNumSpecialIds, vocab_size_), 1);
-  for (const int64_t id : frequent_) keep[id] = 1;
+  const int64_t sentences = ids.size(0), length = ids.size(1);
+  // A mark per token and sentence (the sentence's number + 1), so that no array is cleared between
+  // sentences.
+  std::vector<int64_t> marked(static_cast<size_t>(vocab_size_), 0);
+  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(sentences));
   const int64_t* data = ids.data_ptr<int64_t>();
-  for (int64_t i = 0; i < ids.numel(); ++i) {
-    const int64_t id = data[i];
-    if (!in_vocabulary(id, vocab_size_)) continue;
-    for (int64_t e = offsets_[id]; e < offsets_[id + 1]; ++e) keep[targets_[e]] = 1;
+  for (int64_t b = 0; b < sentences; ++b) {
+    auto& mine = kept[b];
+    const auto keep = [&](int64_t id) {
+      if (marked[id] == b + 1) return;
+      marked[id] = b + 1;
+      mine.push_back(id);
+    };
+    for (int64_t id = 0; id < std::min(kNumSpecialIds, vocab_size_); ++id) keep(id);
+    for (const int64_t id : frequent_) keep(id);
+    for (int64_t i = 0; i < length; ++i) {
+      const int64_t id = data[b * length + i];
+      if (!in_vocabulary(id, vocab_size_)) continue;
+      for (int64_t e = offsets_[id]; e < offsets_[id + 1]; ++e) keep(targets_[e]);
+    }
+    std::sort(mine.begin(), mine.end());
   }
-  std::vector<int64_t> kept;
-  for (int64_t id = 0; id < vocab_size_; ++id) {
-    if (keep[id] != 0) kept.push_back(id);
-  }
-  return to_tensor(kept, torch::kLong);  // [V']
+  int64_t width = 0;
+  for (const auto& mine : kept) width = std::max(width, static_cast<int64_t>(mine.size()));
+  auto out = torch::full({sentences, width}, -1, torch::kLong);
+  auto* rows = out.data_ptr<int64_t>();
+  for (int64_t b = 0; b < sentences; ++b) std::copy(kept[b].begin(), kept[b].end(), rows + b * width);
+  return out;  // [B, C]
 }
 
 void Shortlist::check_vocabulary(int64_t vocab_size) const {

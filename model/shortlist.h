@@ -10,9 +10,9 @@
 namespace tfm {
 
 /// A lexical shortlist (Marian's lexical shortlist, CTranslate2's vocabulary map): for each source
-/// token, the target tokens that may translate it. Decoding a batch, the output projection covers
-/// only the union of its source tokens' candidates, the most frequent target tokens and the
-/// special ids, instead of the whole vocabulary.
+/// token, the target tokens that may translate it. Decoding, the output projection of each sentence
+/// covers only its source tokens' candidates, the most frequent target tokens and the special ids,
+/// instead of the whole vocabulary.
 class Shortlist {
  public:
   Shortlist() = default;
@@ -26,8 +26,10 @@ class Shortlist {
   int64_t vocab_size() const { return vocab_size_; }
   /// Throws std::invalid_argument unless the shortlist is over a vocabulary of `vocab_size`.
   void check_vocabulary(int64_t vocab_size) const;
-  /// source: [B, S] ids on any device -> [V'] int64 on the CPU: every id the batch may produce,
-  /// sorted ascending, the special ids (0 .. kNumSpecialIds-1) always first.
+  /// source: [B, S] ids on any device -> [B, C] int64 on the CPU: row b holds every id sentence b
+  /// may produce, sorted ascending (the special ids 0 .. kNumSpecialIds-1 always first), then -1 up
+  /// to C, the most any sentence of the batch has. Each sentence's own: what a sentence may produce
+  /// does not depend on the others in its batch.
   torch::Tensor candidates(const torch::Tensor& source) const;
   /// The candidates of source token `source_id` (the frequent ones not included).
   std::vector<int64_t> candidates_of(int64_t source_id) const;
@@ -48,8 +50,8 @@ class Shortlist {
 };
 
 struct ShortlistOptions {
-  int64_t per_source = 50;  // candidates kept for each source token
-  int64_t frequent = 100;   // most frequent target tokens, always included
+  int64_t per_source = 100;  // candidates kept for each source token (Marian's lexical shortlist keeps 100)
+  int64_t frequent = 100;    // most frequent target tokens, always included
 };
 
 void validate(const ShortlistOptions& options);

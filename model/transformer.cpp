@@ -4,6 +4,7 @@
 
 #include "model/linear.h"
 #include "model/masks.h"
+#include "model/shortlist_logits.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -78,10 +79,10 @@ void TransformerImpl::quantize_int8() {
   output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix());
 }
 
-void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& ids) {
-  const auto rows = output_matrix().index_select(0, ids.to(output_matrix().device(), torch::kLong));  // [V', D]
-  // The rows in the form the whole matrix was prepared in, so that scores match the full vocabulary's.
-  state.output_weight = PreparedWeight(output_.defined() ? output_.form() : PreparedWeight::Form::kPlain, rows);
+void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates) {
+  TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
+              "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
+  state.output_candidates = candidates.to(torch::kCPU, torch::kLong).contiguous();
 }
 
 torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
@@ -91,9 +92,9 @@ torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, Dec
                             ? target_embedding->forward(ids, state.step)
                             : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
-  torch::Tensor logits;  // [N, V'] over a shortlist, else [N, V]
-  if (state.output_weight.defined()) {
-    logits = state.output_weight.linear(hidden);
+  torch::Tensor logits;  // [N, C] over a shortlist, else [N, V]
+  if (state.output_candidates.defined()) {
+    logits = shortlist_logits(hidden, output_matrix(), state.output_candidates, state.rows_per_memory);
   } else if (output_.defined()) {
     logits = output_.linear(hidden);
   } else {

@@ -39,12 +39,16 @@ class TransformerImpl : public torch::nn::Module {
   EncoderOutput encode(const torch::Tensor& source);
   /// Caches every layer's cross-attention keys and values for `encoded`.
   DecoderState start_decoding(const EncoderOutput& encoded);
-  /// From now on step() scores only `ids` ([V'] int64, sorted, on any device): a shortlist.
-  void restrict_output(DecoderState& state, const torch::Tensor& ids);
+  /// From now on step() scores each sentence only over its own `candidates` (a shortlist's:
+  /// [B, C] int64, one sorted list per sentence of the state, -1 as padding; see
+  /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h).
+  void restrict_output(DecoderState& state, const torch::Tensor& candidates);
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
-  /// [N, V'] over the ids given to restrict_output, normalized over those tokens.
+  /// [N, C] over each row's candidates after restrict_output, normalized over those tokens
+  /// (padding columns -inf).
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
-  /// step() before its log-softmax: logits [N, V'] in the model's dtype (float32 for int8).
+  /// step() before its log-softmax: logits [N, V] in the model's dtype (float32 for int8);
+  /// [N, C] float32 after restrict_output.
   torch::Tensor step_logits(const torch::Tensor& last_tokens, DecoderState& state);
   /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
   static torch::Tensor log_probs(const torch::Tensor& logits);

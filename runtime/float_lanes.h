@@ -132,6 +132,7 @@ TFM_LANES_COMPARISON(!=)
 TFM_INTS_ARITHMETIC(+)
 TFM_INTS_ARITHMETIC(-)
 TFM_INTS_ARITHMETIC(<<)
+TFM_INTS_ARITHMETIC(&)
 #undef TFM_INTS_ARITHMETIC
 
 /// Per lane: `yes` where `condition` is true (nonzero), else `no`.
@@ -211,6 +212,16 @@ TFM_ALWAYS_INLINE Lanes load_lanes(const T* p) {
     return {{load_floats<FloatQuarter>(p), load_floats<FloatQuarter>(p + 4), load_floats<FloatQuarter>(p + 8),
              load_floats<FloatQuarter>(p + 12)}};
   }
+}
+
+/// p[0 .. 2 * kVectorLanes) as floats, split into the even-numbered elements and the odd ones: one
+/// 32-bit word per lane holds a pair, so each half is a shift or a mask, where load_lanes widens
+/// every element on its own. For sums over all 32 (dot products), in which order does not matter.
+template <typename Lanes>
+TFM_ALWAYS_INLINE void load_bfloat16_pairs(const c10::BFloat16* p, Lanes& even, Lanes& odd) {
+  const auto pairs = to_bits(load_lanes<Lanes>(reinterpret_cast<const float*>(p)));
+  even = from_bits(pairs << 16);
+  odd = from_bits(pairs & static_cast<int32_t>(0xFFFF0000U));
 }
 
 /// 8 or 16 floats into p; into bfloat16 rounded to nearest even as c10::BFloat16(float) does, NaN

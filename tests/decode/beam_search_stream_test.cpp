@@ -50,10 +50,10 @@ void collect(std::vector<FinishedSentence> finished, std::map<int64_t, std::vect
   }
 }
 
-void expect_joined_equal_alone(bool grad) {
+void expect_joined_equal_alone(bool grad, const Shortlist* shortlist = nullptr) {
   torch::AutoGradMode mode(grad);
   auto model = random_model(15, 31);
-  TransformerScorer scorer(model);
+  TransformerScorer scorer(model, shortlist);
   const auto options = stream_options();
   BeamSearchStream stream(scorer, options);
   std::map<int64_t, std::vector<Hypothesis>> results;
@@ -89,6 +89,26 @@ TEST(BeamSearchStream, JoinedSentencesEqualEachAlone) {
 TEST(BeamSearchStream, JoinedSentencesEqualEachAloneInAutograd) {
   SCOPED_TRACE("in autograd (matmul attention)");
   expect_joined_equal_alone(true);
+}
+
+/// Source token s may become s - 4, s - 3 or s + 1 (within 4 .. 14), besides the frequent 4 and 5:
+/// lists of different lengths per sentence.
+Shortlist small_shortlist() {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> targets;
+  for (int64_t s = 0; s < 15; ++s) {
+    for (const int64_t t : {s - 4, s - 3, s + 1}) {
+      if (t >= 6 && t < 15) targets.push_back(static_cast<int32_t>(t));
+    }
+    offsets.push_back(static_cast<int64_t>(targets.size()));
+  }
+  return Shortlist(15, {4, 5}, offsets, targets);
+}
+
+TEST(BeamSearchStream, JoinedSentencesEqualEachAloneUnderAShortlist) {
+  SCOPED_TRACE("each sentence over its own candidates");
+  const auto shortlist = small_shortlist();
+  expect_joined_equal_alone(false, &shortlist);
 }
 
 /// A model whose next-token probabilities depend only on how many tokens a row has: eos is likely
@@ -149,19 +169,23 @@ TEST(BeamSearchStream, MinimumLengthCountsEachSentencesOwnTokens) {
   }
 }
 
+/// A Transformer scorer that does not say it can join.
+class LoneScorer : public Scorer {
+ public:
+  explicit LoneScorer(Transformer model) : inner_(std::move(model)) {}
+  std::unique_ptr<State> start(const torch::Tensor& source) override { return inner_.start(source); }
+  torch::Tensor step(const torch::Tensor& last_tokens, State& state) override {
+    return inner_.step(last_tokens, state);
+  }
+  int64_t vocab_size() const override { return inner_.vocab_size(); }
+
+ private:
+  TransformerScorer inner_;
+};
+
 TEST(BeamSearchStream, AScorerThatCannotJoinTakesSentencesOnlyWhenEmpty) {
   torch::NoGradGuard no_grad;
-  auto model = random_model(15, 31);
-  // Every source token may become 7 or 8, besides the frequent 4 .. 6: columns per batch.
-  std::vector<int64_t> offsets(16);
-  std::vector<int32_t> targets;
-  for (int64_t s = 0; s < 15; ++s) {
-    offsets[s] = static_cast<int64_t>(targets.size());
-    targets.insert(targets.end(), {7, 8});
-  }
-  offsets[15] = static_cast<int64_t>(targets.size());
-  const Shortlist shortlist(15, {4, 5, 6}, offsets, targets);
-  TransformerScorer scorer(model, &shortlist);
+  LoneScorer scorer(random_model(15, 31));
   ASSERT_FALSE(scorer.joins());
   BeamSearchStream stream(scorer, stream_options());
   add_sentences(stream, 0, 1);

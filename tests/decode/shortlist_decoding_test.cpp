@@ -1,6 +1,6 @@
 // Decoding over a shortlist's columns against an independent reference: the same model scored
-// over the whole vocabulary, with every token outside the batch's candidates masked to -inf and
-// the rest renormalized. Both must find the same hypotheses with the same scores.
+// over the whole vocabulary, with every token outside the row's sentence's candidates masked to
+// -inf and the rest renormalized. Both must find the same hypotheses with the same scores.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -18,26 +18,61 @@ namespace {
 using testing::batch_of;
 using testing::random_model;
 
-/// The whole vocabulary's log-probabilities, renormalized over `allowed` ([V] bool) and -inf elsewhere.
+/// The whole vocabulary's log-probabilities, each row renormalized over its sentence's candidates
+/// and -inf elsewhere.
 class MaskedScorer : public Scorer {
  public:
   MaskedScorer(Transformer model, const Shortlist& shortlist) : inner_(std::move(model)), shortlist_(shortlist) {}
+
+  struct Masked : State {
+    std::unique_ptr<State> inner;
+    torch::Tensor allowed;  // [N, V] bool: the candidates of each row's sentence
+    void reorder(const torch::Tensor& rows, bool same_source) override {
+      inner->reorder(rows, same_source);
+      allowed = allowed.index_select(0, rows);
+    }
+    void repeat_rows(int64_t rows, int64_t times) override {
+      inner->repeat_rows(rows, times);
+      allowed = allowed.repeat_interleave(times, 0);
+    }
+  };
+
   std::unique_ptr<State> start(const torch::Tensor& source) override {
-    allowed_ = torch::zeros({inner_.vocab_size()}, torch::kBool);
-    allowed_.index_fill_(0, shortlist_.candidates(source), true);
-    return inner_.start(source);
+    auto state = std::make_unique<Masked>();
+    const auto lists = shortlist_.candidates(source);  // [B, C], -1 padded
+    state->allowed = torch::zeros({source.size(0), inner_.vocab_size()}, torch::kBool);
+    for (int64_t b = 0; b < lists.size(0); ++b) {
+      const auto ids = lists[b].masked_select(lists[b].ge(0));
+      state->allowed[b].index_fill_(0, ids, true);
+    }
+    state->inner = inner_.start(source);
+    return state;
   }
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override {
-    const auto full = inner_.step(last_tokens, state);  // [N, V], normalized over V
-    return torch::log_softmax(full.masked_fill(allowed_.logical_not(), -std::numeric_limits<float>::infinity()), -1);
+    auto& masked = static_cast<Masked&>(state);
+    const auto full = inner_.step(last_tokens, *masked.inner);  // [N, V], normalized over V
+    return torch::log_softmax(full.masked_fill(masked.allowed.logical_not(), -std::numeric_limits<float>::infinity()),
+                              -1);
   }
   int64_t vocab_size() const override { return inner_.vocab_size(); }
 
  private:
   TransformerScorer inner_;
   const Shortlist& shortlist_;
-  torch::Tensor allowed_;
 };
+
+/// Whether every token of every hypothesis of sentence b is among its own candidates.
+void expect_own_candidates(const std::vector<std::vector<Hypothesis>>& got, const torch::Tensor& lists,
+                           const std::string& what) {
+  for (size_t b = 0; b < got.size(); ++b) {
+    for (const auto& hypothesis : got[b]) {
+      for (const int64_t token : hypothesis.tokens) {
+        EXPECT_TRUE((lists[static_cast<int64_t>(b)] == token).any().item<bool>())
+            << what << ": token " << token << " not a candidate of sentence " << b;
+      }
+    }
+  }
+}
 
 /// Each source token translates to a few others; 6 tokens always allowed.
 Shortlist hand_made_shortlist(int64_t vocab) {
@@ -91,15 +126,27 @@ TEST(ShortlistDecoding, EqualsTheFullVocabularyMaskedToTheCandidates) {
       const auto got = make_search_strategy(options)->search(shortlisted, source, lengths);
       const auto want = make_search_strategy(options)->search(masked, source, lengths);
       expect_same(got, want, name + ", seed " + std::to_string(seed));
-      const auto candidates = shortlist.candidates(source);
-      for (const auto& sentence : got) {
-        for (const auto& hypothesis : sentence) {
-          for (const int64_t token : hypothesis.tokens) {
-            EXPECT_TRUE((candidates == token).any().item<bool>()) << name << ": token " << token << " not a candidate";
-          }
-        }
-      }
+      expect_own_candidates(got, shortlist.candidates(source), name);
     }
+  }
+}
+
+TEST(ShortlistDecoding, ASentenceIsTranslatedAsItIsAloneInAnyBatch) {
+  const int64_t vocab = 60;
+  const auto shortlist = hand_made_shortlist(vocab);
+  const std::vector<std::vector<int64_t>> sentences = {{10, 11, 12, 13}, {20, 21}, {30, 31, 32, 33, 34, 35}, {41}};
+  std::vector<int64_t> lengths;
+  const auto source = batch_of(sentences, lengths);
+  SearchOptions options;
+  options.beam = 4;
+  options.nbest = 2;
+  options.max_len_b = 12;
+  TransformerScorer shortlisted(random_model(vocab, 4), &shortlist);
+  const auto batched = make_search_strategy(options)->search(shortlisted, source, lengths);
+  for (size_t b = 0; b < sentences.size(); ++b) {
+    std::vector<int64_t> length;
+    const auto alone = make_search_strategy(options)->search(shortlisted, batch_of({sentences[b]}, length), length);
+    expect_same({batched[b]}, alone, "sentence " + std::to_string(b));
   }
 }
 
@@ -146,16 +193,13 @@ TEST(ShortlistDecoding, SamplingDrawsOnlyCandidates) {
   options.sampling.seed = 5;
   auto model = random_model(vocab, 2);
   TransformerScorer shortlisted(model, &shortlist);
-  const auto candidates = shortlist.candidates(source);
+  const auto lists = shortlist.candidates(source);
   auto search = make_search_strategy(options);
   int64_t drawn = 0;
   for (int round = 0; round < 5; ++round) {
-    for (const auto& sentence : search->search(shortlisted, source, lengths)) {
-      for (const int64_t token : sentence.front().tokens) {
-        EXPECT_TRUE((candidates == token).any().item<bool>()) << "token " << token << " not a candidate";
-        ++drawn;
-      }
-    }
+    const auto got = search->search(shortlisted, source, lengths);
+    expect_own_candidates(got, lists, "round " + std::to_string(round));
+    for (const auto& sentence : got) drawn += static_cast<int64_t>(sentence.front().tokens.size());
   }
   EXPECT_GT(drawn, 0);
 }

@@ -127,7 +127,8 @@ void decode_side_by_side(uint64_t seed, const std::function<void(Transformer&)>&
   auto prepared_state = prepared->start_decoding(prepared->encode(source));
   auto plain_short = plain->start_decoding(plain->encode(source));
   auto prepared_short = prepared->start_decoding(prepared->encode(source));
-  const auto ids = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 17, 30, 49});
+  // Every sentence's candidates: the special ids and a few others.
+  const auto ids = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 17, 30, 49}).expand({source.size(0), 8});
   plain->restrict_output(plain_short, ids);
   prepared->restrict_output(prepared_short, ids);
   auto tokens = torch::full({source.size(0)}, kBosId, torch::kLong);
@@ -148,7 +149,8 @@ TEST(PackedWeight, APackedModelDecodesAsTheUnpackedOne) {
 }
 
 // int8 prepares the output matrix too (FBGEMM, per-row scales): next-token distributions stay
-// close to float32's, over the whole vocabulary and over a shortlist's rows.
+// close to float32's, over the whole vocabulary and over a shortlist's candidates (scored with
+// the float matrix).
 TEST(PackedWeight, AnInt8ModelScoresCloseToFloat32WithItsOutputMatrixQuantized) {
   const auto source = torch::tensor(std::vector<int64_t>{7, 8, 9, 10, kEosId}).view({1, 5});
   decode_side_by_side(

@@ -104,11 +104,17 @@ TEST(Shortlist, CandidatesAreTheSpecialsTheFrequentAndEachSourceTokensListSorted
   EXPECT_EQ(shortlist.frequent(), std::vector<int64_t>{24});
   EXPECT_EQ(shortlist.candidates_of(10), (std::vector<int64_t>{20, 21}));  // 20 twice; 21 and 22 tie: lower id
   EXPECT_EQ(shortlist.candidates_of(11), (std::vector<int64_t>{20, 21}));  // 20, 21, 22 once each: lower ids
-  // A batch of two sentences (ids, eos, pad): the union, specials first, sorted.
+  // A batch of two sentences (ids, eos, pad): each sentence's own list, specials first, sorted,
+  // the shorter padded with -1.
   const auto source = torch::tensor(std::vector<int64_t>{12, 11, kEosId, 10, kEosId, kPadId}).view({2, 3});
   const auto ids = shortlist.candidates(source);
+  ASSERT_EQ(ids.sizes(), (std::vector<int64_t>{2, 8}));
   const std::vector<int64_t> got(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-  EXPECT_EQ(got, (std::vector<int64_t>{kPadId, kUnkId, kBosId, kEosId, 20, 21, 23, 24}));
+  EXPECT_EQ(got, (std::vector<int64_t>{kPadId, kUnkId, kBosId, kEosId, 20, 21, 23, 24,     // 12 and 11
+                                       kPadId, kUnkId, kBosId, kEosId, 20, 21, 24, -1}));  // 10 alone
+  // A sentence's list does not depend on the batch it is in.
+  const auto alone = shortlist.candidates(source.slice(0, 1, 2));
+  EXPECT_TRUE(torch::equal(alone.squeeze(0), ids[1].slice(0, 0, 7)));
 }
 
 TEST(Shortlist, RejectsPiecesThatDoNotFitTogether) {

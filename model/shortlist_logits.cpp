@@ -1,0 +1,134 @@
+#include "model/shortlist_logits.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "runtime/float_lanes.h"
+#include "runtime/vector_clones.h"
+
+namespace tfm {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+template <typename T>
+struct ShortlistViews {
+  const T* hidden;            // [N, D]
+  const T* matrix;            // [V, D]
+  const int64_t* candidates;  // [M, C]
+  float* out;                 // [N, C]
+  int64_t width, dim, rows_per_list;
+};
+
+/// products[j] += x's 16-lane products with columns[j], over `dim` (a multiple of 16).
+template <typename Lanes>
+TFM_ALWAYS_INLINE void add_products(const float* x, const float* const* columns, int64_t dim,
+                                    Lanes (&products)[kVectorLanes]) {
+  for (int64_t d = 0; d < dim; d += kVectorLanes) {
+    const Lanes xs = load_lanes<Lanes>(x + d);
+    for (int64_t j = 0; j < kVectorLanes; ++j) products[j] += xs * load_lanes<Lanes>(columns[j] + d);
+  }
+}
+/// bfloat16: 32 elements at a time as even and odd halves (load_bfloat16_pairs).
+template <typename Lanes>
+TFM_ALWAYS_INLINE void add_products(const c10::BFloat16* x, const c10::BFloat16* const* columns, int64_t dim,
+                                    Lanes (&products)[kVectorLanes]) {
+  int64_t d = 0;
+  for (; d + 2 * kVectorLanes <= dim; d += 2 * kVectorLanes) {
+    Lanes x_even, x_odd;
+    load_bfloat16_pairs(x + d, x_even, x_odd);
+    for (int64_t j = 0; j < kVectorLanes; ++j) {
+      Lanes even, odd;
+      load_bfloat16_pairs(columns[j] + d, even, odd);
+      products[j] += x_even * even;
+      products[j] += x_odd * odd;
+    }
+  }
+  for (; d < dim; d += kVectorLanes) {
+    const Lanes xs = load_lanes<Lanes>(x + d);
+    for (int64_t j = 0; j < kVectorLanes; ++j) products[j] += xs * load_lanes<Lanes>(columns[j] + d);
+  }
+}
+
+/// Rows [begin, end): the rows of one list take each block of 16 candidates in turn, so that the
+/// block's matrix rows are read from memory once and from the cache by the list's other rows.
+template <typename Lanes, typename T>
+TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int64_t end) {
+  for (int64_t first = begin; first < end;) {
+    const int64_t list = first / a.rows_per_list;
+    const int64_t last = std::min(end, (list + 1) * a.rows_per_list);
+    const int64_t* ids = a.candidates + list * a.width;
+    for (int64_t block = 0; block < a.width; block += kVectorLanes) {
+      const int64_t count = std::min(kVectorLanes, a.width - block);
+      const T* columns[kVectorLanes];
+      for (int64_t j = 0; j < kVectorLanes; ++j) {
+        const int64_t id = j < count ? ids[block + j] : -1;
+        columns[j] = a.matrix + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
+      }
+      for (int64_t row = first; row < last; ++row) {
+        Lanes products[kVectorLanes] = {};
+        add_products(a.hidden + row * a.dim, columns, a.dim, products);
+        float sums[kVectorLanes];
+        store_lanes(sums, sums_of_lanes(products));
+        float* out = a.out + row * a.width + block;
+        for (int64_t j = 0; j < count; ++j) out[j] = ids[block + j] >= 0 ? sums[j] : kNegInf;
+      }
+    }
+    first = last;
+  }
+}
+
+using BFloat16 = c10::BFloat16;
+TFM_LANE_KERNEL((void score_range(const ShortlistViews<float>& a, int64_t begin, int64_t end)),
+                score_rows<Lanes>(a, begin, end);)
+TFM_LANE_KERNEL((void score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end)),
+                score_rows<Lanes>(a, begin, end);)
+
+template <typename T>
+void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const torch::Tensor& candidates,
+               int64_t rows_per_list, torch::Tensor& out) {
+  const ShortlistViews<T> a{hidden.data_ptr<T>(),  matrix.data_ptr<T>(), candidates.data_ptr<int64_t>(),
+                            out.data_ptr<float>(), candidates.size(1),   hidden.size(1),
+                            rows_per_list};
+  // Enough multiply-adds per task that a thread's share outweighs waking it.
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, a.width * a.dim));
+  at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { score_range(a, begin, end); });
+}
+
+bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix) {
+  const auto dtype = hidden.scalar_type();
+  return hidden.is_cpu() && matrix.is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+         matrix.scalar_type() == dtype && hidden.size(1) % kVectorLanes == 0 && !hidden.requires_grad();
+}
+
+}  // namespace
+
+torch::Tensor shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
+                               const torch::Tensor& candidates, int64_t rows_per_list) {
+  TORCH_CHECK(hidden.dim() == 2 && matrix.dim() == 2 && hidden.size(1) == matrix.size(1), "shortlist_logits: hidden ",
+              hidden.sizes(), " does not match the output matrix ", matrix.sizes());
+  TORCH_CHECK(candidates.dim() == 2 && candidates.is_cpu() && candidates.scalar_type() == torch::kLong,
+              "shortlist_logits: candidates must be [M, C] int64 on the CPU");
+  TORCH_CHECK(rows_per_list >= 1 && hidden.size(0) == candidates.size(0) * rows_per_list,
+              "shortlist_logits: ", hidden.size(0), " rows for ", candidates.size(0), " lists of ", rows_per_list);
+  if (kernel_supported(hidden, matrix)) {
+    const auto rows = hidden.contiguous();
+    const auto weights = matrix.contiguous();
+    const auto lists = candidates.contiguous();
+    auto out = torch::empty({rows.size(0), lists.size(1)}, rows.options().dtype(torch::kFloat32));
+    if (rows.scalar_type() == torch::kFloat32) {
+      score_all<float>(rows, weights, lists, rows_per_list, out);
+    } else {
+      score_all<BFloat16>(rows, weights, lists, rows_per_list, out);
+    }
+    return out;
+  }
+  const auto per_row = candidates.repeat_interleave(rows_per_list, 0).to(hidden.device());  // [N, C]
+  const auto all = torch::matmul(hidden, matrix.t()).to(torch::kFloat32);                   // [N, V]
+  return all.gather(1, per_row.clamp_min(0)).masked_fill(per_row.lt(0), kNegInf);
+}
+
+}  // namespace tfm
