@@ -17,8 +17,8 @@ class TransformerState : public Scorer::State {
   void repeat_rows(int64_t /*rows*/, int64_t times) override { state.repeat_rows(times); }
   void append(Scorer::State& other) override { state.append(std::move(static_cast<TransformerState&>(other).state)); }
   TokenColumns columns() const override {
-    if (!state.output_candidates.defined()) return {};
-    return {state.output_candidates, state.rows_per_memory};
+    if (!state.output_columns.defined()) return {};
+    return {state.output_columns.candidates, state.rows_per_memory};
   }
   DecoderState state;
 };
@@ -62,12 +62,17 @@ torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& s
 
 StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
   auto& decoder_state = static_cast<TransformerState&>(state).state;
-  auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V']
-  if (log_normalizers_supported(logits) && !logits.requires_grad()) {
-    auto [normalizers, block_maxima] = log_normalizers(logits);
-    return {logits, normalizers.neg_(), block_maxima};
+  auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V], or [N, C + 1] under a shortlist
+  // A shortlist's last column stands for the tokens it leaves out: in the normalizer, not a choice.
+  const bool rest = decoder_state.output_columns.defined();
+  const int64_t columns = logits.size(1) - (rest ? 1 : 0);
+  auto values = logits.narrow(1, 0, columns);
+  if (log_normalizers_supported(values) && !values.requires_grad()) {
+    auto [normalizers, block_maxima] = log_normalizers(values);
+    if (rest) normalizers = torch::logaddexp(normalizers, logits.select(1, columns));
+    return {values, normalizers.neg_(), block_maxima};
   }
-  return {model_->log_probs(logits), {}, {}};
+  return {model_->log_probs(logits).narrow(1, 0, columns), {}, {}};
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

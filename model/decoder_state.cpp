@@ -167,8 +167,7 @@ void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& i
   }
 }
 
-/// [M, H, S, Dh] (or a bias [M, 1, 1, S], or shortlists [M, C]) padded with `fill` to `length`
-/// positions along `dim`.
+/// [M, H, S, Dh] (or a bias [M, 1, 1, S]) padded with `fill` to `length` positions along dim 2 or 3.
 torch::Tensor pad_positions(const torch::Tensor& x, int64_t dim, int64_t length, double fill) {
   const int64_t have = x.size(dim);
   if (have == length) return x;
@@ -248,7 +247,7 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     select(layer.memory_v);
   }
   select(memory_bias);
-  if (output_candidates.defined()) output_candidates = output_candidates.index_select(0, memory_rows.to(torch::kCPU));
+  if (output_columns.defined()) output_columns.select(memory_rows);
 }
 
 int64_t DecoderState::rows() const { return memory_bias.size(0) * rows_per_memory; }
@@ -264,7 +263,7 @@ void DecoderState::append(DecoderState other) {
   TORCH_CHECK(other.rows_per_memory == rows_per_memory, "append: ", other.rows_per_memory,
               " rows per encoder output join ", rows_per_memory);
   TORCH_CHECK(other.layers.size() == layers.size(), "append: states of different models");
-  TORCH_CHECK(output_candidates.defined() == other.output_candidates.defined(),
+  TORCH_CHECK(output_columns.defined() == other.output_columns.defined(),
               "append: a state with a shortlist and one without cannot join");
   const int64_t old_rows = rows(), added = other.rows();
   // The first position any row still reads: positions before it are dropped from the caches.
@@ -285,11 +284,7 @@ void DecoderState::append(DecoderState other) {
   const double masked = -std::numeric_limits<double>::infinity();
   memory_bias =
       torch::cat({pad_positions(memory_bias, 3, length, masked), pad_positions(other.memory_bias, 3, length, masked)});
-  if (output_candidates.defined()) {
-    const int64_t width = std::max(output_candidates.size(1), other.output_candidates.size(1));
-    output_candidates = torch::cat(
-        {pad_positions(output_candidates, 1, width, -1.0), pad_positions(other.output_candidates, 1, width, -1.0)});
-  }
+  if (output_columns.defined()) output_columns.append(other.output_columns);
   if (step == 0) return;  // nothing decoded yet: every row begins at 0
   if (row_starts.empty()) row_starts.assign(old_rows, 0);
   for (auto& start : row_starts) start -= first;

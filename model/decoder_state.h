@@ -6,6 +6,8 @@
 
 #include <torch/types.h>
 
+#include "model/shortlist_logits.h"
+
 namespace tfm {
 
 /// Keys and values one decoder layer keeps between incremental steps.
@@ -41,10 +43,9 @@ struct DecoderState {
   // memory_bias have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
-  // A shortlist's candidates, [M, C] int64 on the CPU, one list per encoder output
-  // (Shortlist::candidates: sorted ids, -1 as padding): step() scores row r over list
-  // r / rows_per_memory only. Undefined: the whole vocabulary.
-  torch::Tensor output_candidates;
+  // A shortlist's lists, one per encoder output (model/shortlist_logits.h): step() scores row r
+  // over list r / rows_per_memory only. Undefined: the whole vocabulary.
+  ShortlistColumns output_columns;
 
   /// Each row becomes `times` consecutive rows (row i -> rows i*times .. i*times+times-1), sharing
   /// its encoder output; the memory is not copied.

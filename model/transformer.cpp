@@ -82,7 +82,21 @@ void TransformerImpl::quantize_int8() {
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates) {
   TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
               "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
-  state.output_candidates = candidates.to(torch::kCPU, torch::kLong).contiguous();
+  state.output_columns = shortlist_columns(output_matrix(), candidates, output_spread());
+}
+
+torch::Tensor TransformerImpl::output_spread() {
+  const auto& matrix = output_matrix();
+  const std::lock_guard<std::mutex> lock(spread_cache_->mutex);
+  auto& cache = *spread_cache_;
+  // In-place updates (training) change the version; inference tensors keep none and are not updated.
+  const int64_t version = matrix.is_inference() ? 0 : static_cast<int64_t>(matrix._version());
+  if (!cache.spread.defined() || cache.data != matrix.data_ptr() || cache.version != version) {
+    cache.spread = row_covariance(matrix);
+    cache.data = matrix.data_ptr();
+    cache.version = version;
+  }
+  return cache.spread;
 }
 
 torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
@@ -92,9 +106,9 @@ torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, Dec
                             ? target_embedding->forward(ids, state.step)
                             : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
-  torch::Tensor logits;  // [N, C] over a shortlist, else [N, V]
-  if (state.output_candidates.defined()) {
-    logits = shortlist_logits(hidden, output_matrix(), state.output_candidates, state.rows_per_memory);
+  torch::Tensor logits;  // [N, C + 1] over a shortlist, else [N, V]
+  if (state.output_columns.defined()) {
+    logits = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory);
   } else if (output_.defined()) {
     logits = output_.linear(hidden);
   } else {
@@ -104,7 +118,9 @@ torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, Dec
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
-  return log_probs(step_logits(last_tokens, state));
+  const auto all = log_probs(step_logits(last_tokens, state));
+  // A shortlist's last column stands for the tokens it leaves out: in the softmax, not a choice.
+  return state.output_columns.defined() ? all.narrow(1, 0, all.size(1) - 1).contiguous() : all;
 }
 
 torch::Tensor TransformerImpl::log_probs(const torch::Tensor& step_logits) {

@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include <torch/nn/module.h>
@@ -44,11 +46,12 @@ class TransformerImpl : public torch::nn::Module {
   /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h).
   void restrict_output(DecoderState& state, const torch::Tensor& candidates);
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
-  /// [N, C] over each row's candidates after restrict_output, normalized over those tokens
-  /// (padding columns -inf).
+  /// [N, C] over each row's candidates after restrict_output (padding columns -inf), normalized
+  /// with the left-out tokens' stand-in (model/shortlist_logits.h).
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
   /// step() before its log-softmax: logits [N, V] in the model's dtype (float32 for int8);
-  /// [N, C] float32 after restrict_output.
+  /// [N, C + 1] float32 after restrict_output, the last column standing for the tokens the
+  /// sentence's list leaves out (model/shortlist_logits.h).
   torch::Tensor step_logits(const torch::Tensor& last_tokens, DecoderState& state);
   /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
   static torch::Tensor log_probs(const torch::Tensor& logits);
@@ -77,8 +80,18 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear output_projection{nullptr};  // untied only: [V, D], no bias
 
  private:
+  /// The covariance of output_matrix()'s rows, computed once per matrix (row_covariance).
+  torch::Tensor output_spread();
+
   ModelConfig config_;
   PreparedWeight output_;  // output_matrix() for oneDNN or FBGEMM, once prepared for inference
+  struct SpreadCache {
+    std::mutex mutex;  // decoding threads may share a model
+    const void* data = nullptr;
+    int64_t version = -1;
+    torch::Tensor spread;  // [D, D] float32
+  };
+  std::shared_ptr<SpreadCache> spread_cache_ = std::make_shared<SpreadCache>();
 };
 TORCH_MODULE(Transformer);
 

@@ -1,6 +1,7 @@
-// Decoding over a shortlist's columns against an independent reference: the same model scored
-// over the whole vocabulary, with every token outside the row's sentence's candidates masked to
-// -inf and the rest renormalized. Both must find the same hypotheses with the same scores.
+// Decoding over a shortlist's columns, row by row, against the same scores laid out over the whole
+// vocabulary (each token in its own column, -inf where a row's sentence has no candidate): both
+// searches must find the same hypotheses with the same scores. What the scores are is tested
+// against the full model below and in tests/model/shortlist_logits_test.cpp.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -18,47 +19,40 @@ namespace {
 using testing::batch_of;
 using testing::random_model;
 
-/// The whole vocabulary's log-probabilities, each row renormalized over its sentence's candidates
-/// and -inf elsewhere.
-class MaskedScorer : public Scorer {
+/// A shortlisted scorer's log-probabilities scattered into [N, V]: token t in column t.
+class ScatteredScorer : public Scorer {
  public:
-  MaskedScorer(Transformer model, const Shortlist& shortlist) : inner_(std::move(model)), shortlist_(shortlist) {}
+  ScatteredScorer(Transformer model, const Shortlist& shortlist) : inner_(std::move(model), &shortlist) {}
 
-  struct Masked : State {
+  /// The shortlisted state, its columns the whole vocabulary's.
+  struct Scattered : State {
     std::unique_ptr<State> inner;
-    torch::Tensor allowed;  // [N, V] bool: the candidates of each row's sentence
-    void reorder(const torch::Tensor& rows, bool same_source) override {
-      inner->reorder(rows, same_source);
-      allowed = allowed.index_select(0, rows);
-    }
-    void repeat_rows(int64_t rows, int64_t times) override {
-      inner->repeat_rows(rows, times);
-      allowed = allowed.repeat_interleave(times, 0);
-    }
+    void reorder(const torch::Tensor& rows, bool same_source) override { inner->reorder(rows, same_source); }
+    void repeat_rows(int64_t rows, int64_t times) override { inner->repeat_rows(rows, times); }
   };
 
   std::unique_ptr<State> start(const torch::Tensor& source) override {
-    auto state = std::make_unique<Masked>();
-    const auto lists = shortlist_.candidates(source);  // [B, C], -1 padded
-    state->allowed = torch::zeros({source.size(0), inner_.vocab_size()}, torch::kBool);
-    for (int64_t b = 0; b < lists.size(0); ++b) {
-      const auto ids = lists[b].masked_select(lists[b].ge(0));
-      state->allowed[b].index_fill_(0, ids, true);
-    }
+    auto state = std::make_unique<Scattered>();
     state->inner = inner_.start(source);
     return state;
   }
   torch::Tensor step(const torch::Tensor& last_tokens, State& state) override {
-    auto& masked = static_cast<Masked&>(state);
-    const auto full = inner_.step(last_tokens, *masked.inner);  // [N, V], normalized over V
-    return torch::log_softmax(full.masked_fill(masked.allowed.logical_not(), -std::numeric_limits<float>::infinity()),
-                              -1);
+    auto& inner = *static_cast<Scattered&>(state).inner;
+    const auto listed = inner_.step(last_tokens, inner);  // [N, C]
+    const auto columns = inner.columns();
+    auto out = torch::full({listed.size(0), inner_.vocab_size()}, -std::numeric_limits<float>::infinity());
+    for (int64_t n = 0; n < listed.size(0); ++n) {
+      for (int64_t c = 0; c < listed.size(1); ++c) {
+        const int64_t token = columns.token(n, c);
+        if (token >= 0) out[n][token] = listed[n][c];
+      }
+    }
+    return out;
   }
   int64_t vocab_size() const override { return inner_.vocab_size(); }
 
  private:
   TransformerScorer inner_;
-  const Shortlist& shortlist_;
 };
 
 /// Whether every token of every hypothesis of sentence b is among its own candidates.
@@ -101,7 +95,7 @@ void expect_same(const std::vector<std::vector<Hypothesis>>& got, const std::vec
   }
 }
 
-TEST(ShortlistDecoding, EqualsTheFullVocabularyMaskedToTheCandidates) {
+TEST(ShortlistDecoding, SearchOverEachRowsColumnsEqualsSearchOverTheirTokens) {
   const int64_t vocab = 60;
   const auto shortlist = hand_made_shortlist(vocab);
   std::vector<int64_t> lengths;
@@ -122,12 +116,43 @@ TEST(ShortlistDecoding, EqualsTheFullVocabularyMaskedToTheCandidates) {
     auto model = random_model(vocab, seed);
     for (const auto& [name, options] : searches) {
       TransformerScorer shortlisted(model, &shortlist);
-      MaskedScorer masked(model, shortlist);
+      ScatteredScorer scattered(model, shortlist);
       const auto got = make_search_strategy(options)->search(shortlisted, source, lengths);
-      const auto want = make_search_strategy(options)->search(masked, source, lengths);
+      const auto want = make_search_strategy(options)->search(scattered, source, lengths);
       expect_same(got, want, name + ", seed " + std::to_string(seed));
       expect_own_candidates(got, shortlist.candidates(source), name);
     }
+  }
+}
+
+// Each row's candidates keep the whole vocabulary's log-probabilities up to one shift per row (the
+// normalizer: the candidates' and an estimate of the rest's, not all tokens').
+TEST(ShortlistDecoding, CandidatesKeepTheFullModelsLogProbabilitiesUpToOneShiftPerRow) {
+  torch::NoGradGuard no_grad;
+  const int64_t vocab = 60;
+  const auto shortlist = hand_made_shortlist(vocab);
+  std::vector<int64_t> lengths;
+  const auto source = batch_of({{10, 11, 12, 13}, {20, 21}, {41}}, lengths);
+  auto model = random_model(vocab, 9);
+  TransformerScorer shortlisted(model, &shortlist);
+  TransformerScorer full(model);
+  auto short_state = shortlisted.start(source);
+  auto full_state = full.start(source);
+  auto tokens = torch::full({source.size(0)}, kBosId, torch::kLong);
+  for (int step = 0; step < 3; ++step) {
+    const auto listed = shortlisted.step(tokens, *short_state);  // [N, C]
+    const auto all = full.step(tokens, *full_state);             // [N, V]
+    const auto columns = short_state->columns();
+    for (int64_t n = 0; n < listed.size(0); ++n) {
+      std::vector<double> shifts;
+      for (int64_t c = 0; c < listed.size(1); ++c) {
+        const int64_t token = columns.token(n, c);
+        if (token >= 0) shifts.push_back(listed[n][c].item<double>() - all[n][token].item<double>());
+      }
+      ASSERT_GT(shifts.size(), 4U);
+      for (const double shift : shifts) EXPECT_NEAR(shift, shifts.front(), 1e-4) << "row " << n << ", step " << step;
+    }
+    tokens = all.argmax(1);
   }
 }
 
