@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tfm serve` on loopback with a tiny model: 16 concurrent clients get exactly `tfm translate`'s
-# lines (float32; also with two decoding workers and with continuous batching), LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
+# lines (float32; also with two decoding workers, with continuous batching and with a shortlist),
+# LibreTranslate's shapes and tfm's own API answer as documented, every refusal is
 # a JSON error with its status, stalled clients cost only their connection, a full queue answers
 # 503 with Retry-After, and SIGTERM under load answers every request already sent, then exits 0.
 # Every wait is for a log line, a file or an exit; requests go to 127.0.0.1 on a port the server chose.
@@ -68,6 +69,18 @@ stop_server workers
 start_server continuous --continuous-batching
 python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected.de" 16 || fail "parity with --continuous-batching"
 stop_server continuous
+
+# A shortlist scores each sentence over its own candidates, so a sentence batched with others, or
+# joining a running batch, still gets exactly `tfm translate --shortlist`'s line.
+"$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de"   --shortlist-per-source 6 --shortlist-frequent 8 --out "$WORK/shortlisted.pt" 2> /dev/null || fail "shortlist"
+"$TFM" translate --model "$WORK/shortlisted.pt" --shortlist "${decode[@]}" --input "$WORK/in.en"   > "$WORK/expected_shortlist.de" 2> /dev/null || fail "translate --shortlist"
+cmp -s "$WORK/expected_shortlist.de" "$WORK/expected.de" && fail "the shortlist changed no line: the test would not tell"
+full_model=$model
+model="$WORK/shortlisted.pt"
+start_server shortlist --shortlist --continuous-batching
+python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected_shortlist.de" 16 || fail "parity with --shortlist"
+stop_server shortlist
+model=$full_model
 
 start_server queue --max-queue-sentences 1 --max-sentences-per-request 1
 python3 "$check" queue "$port" 32 20000 || fail "queue limit"
