@@ -6,7 +6,7 @@
 
 #include <torch/types.h>
 
-#include "model/shortlist_logits.h"
+#include "model/shortlist_columns.h"
 
 namespace tfm {
 
@@ -43,7 +43,7 @@ struct DecoderState {
   // memory_bias have M = N / rows_per_memory rows). Beam search's K hypotheses of a sentence share
   // one copy of its encoder output instead of K.
   int64_t rows_per_memory = 1;
-  // A shortlist's lists, one per encoder output (model/shortlist_logits.h): step() scores row r
+  // A shortlist's lists, one per encoder output (model/shortlist_columns.h): step() scores row r
   // over list r / rows_per_memory only. Undefined: the whole vocabulary.
   ShortlistColumns output_columns;
 

@@ -1,9 +1,7 @@
 #include "model/shortlist_logits.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
-#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -128,12 +126,6 @@ bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, 
          columns.spread.scalar_type() == dtype && hidden.size(1) % kVectorLanes == 0 && !hidden.requires_grad();
 }
 
-/// [M, C] padded with -1 to `width` columns.
-torch::Tensor padded(const torch::Tensor& lists, int64_t width) {
-  if (lists.size(1) == width) return lists;
-  return torch::cat({lists, torch::full({lists.size(0), width - lists.size(1)}, -1, lists.options())}, 1);
-}
-
 /// shortlist_logits() once its arguments are checked.
 torch::Tensor checked_logits(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
                              int64_t rows_per_list) {
@@ -165,61 +157,6 @@ torch::Tensor checked_logits(const torch::Tensor& hidden, const torch::Tensor& m
 }
 
 }  // namespace
-
-void ShortlistColumns::select(const torch::Tensor& lists) {
-  const auto index = lists.to(torch::kCPU, torch::kLong);
-  candidates = candidates.index_select(0, index);
-  rest_mean = rest_mean.index_select(0, index);
-  rest_log_count = rest_log_count.index_select(0, index);
-}
-
-void ShortlistColumns::append(const ShortlistColumns& other) {
-  const int64_t width = std::max(candidates.size(1), other.candidates.size(1));
-  candidates = torch::cat({padded(candidates, width), padded(other.candidates, width)});
-  rest_mean = torch::cat({rest_mean, other.rest_mean});
-  rest_log_count = torch::cat({rest_log_count, other.rest_log_count});
-}
-
-torch::Tensor row_covariance(const torch::Tensor& matrix) {
-  torch::NoGradGuard no_grad;
-  const auto rows = matrix.detach().to(torch::kCPU, torch::kDouble);  // [V, D]
-  const auto centered = rows - rows.mean(0, /*keepdim=*/true);
-  return (centered.t().mm(centered) / static_cast<double>(rows.size(0))).to(torch::kFloat32);
-}
-
-ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
-                                   const torch::Tensor& spread) {
-  TORCH_CHECK(matrix.dim() == 2 && candidates.dim() == 2, "shortlist_columns: a [V, D] matrix and [M, C] lists");
-  torch::NoGradGuard no_grad;
-  const auto lists = candidates.to(torch::kCPU, torch::kLong).contiguous();
-  const auto rows = matrix.detach().to(torch::kCPU, torch::kFloat32).contiguous();  // [V, D]
-  const int64_t vocab = rows.size(0), dim = rows.size(1), count = lists.size(0), width = lists.size(1);
-  const auto total = rows.sum(0, /*keepdim=*/false, torch::kDouble);  // [D]
-  auto means = torch::empty({count, dim}, torch::kDouble);
-  auto log_counts = torch::empty({count}, torch::kFloat32);
-  const float* matrix_rows = rows.data_ptr<float>();
-  const int64_t* ids = lists.data_ptr<int64_t>();
-  at::parallel_for(0, count, 1, [&](int64_t begin, int64_t end) {
-    std::vector<double> kept(static_cast<size_t>(dim));
-    for (int64_t m = begin; m < end; ++m) {
-      std::fill(kept.begin(), kept.end(), 0.0);
-      int64_t listed = 0;
-      for (int64_t c = 0; c < width; ++c) {
-        const int64_t id = ids[m * width + c];
-        if (id < 0) continue;
-        TORCH_CHECK(id < vocab, "shortlist_columns: token ", id, " outside a vocabulary of ", vocab);
-        ++listed;
-        for (int64_t d = 0; d < dim; ++d) kept[d] += matrix_rows[id * dim + d];
-      }
-      const int64_t left = vocab - listed;
-      double* mean = means.data_ptr<double>() + m * dim;
-      const double* sum = total.data_ptr<double>();
-      for (int64_t d = 0; d < dim; ++d) mean[d] = left > 0 ? (sum[d] - kept[d]) / static_cast<double>(left) : 0.0;
-      log_counts.data_ptr<float>()[m] = left > 0 ? std::log(static_cast<float>(left)) : kNegInf;
-    }
-  });
-  return {lists, means.to(matrix.scalar_type()), log_counts, spread.to(torch::kCPU, matrix.scalar_type())};
-}
 
 torch::Tensor shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
                                const ShortlistColumns& columns, int64_t rows_per_list) {

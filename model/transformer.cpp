@@ -82,21 +82,21 @@ void TransformerImpl::quantize_int8() {
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates) {
   TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
               "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
-  state.output_columns = shortlist_columns(output_matrix(), candidates, output_spread());
+  state.output_columns = shortlist_columns(output_matrix(), candidates, output_moments());
 }
 
-torch::Tensor TransformerImpl::output_spread() {
+RowMoments TransformerImpl::output_moments() {
   const auto& matrix = output_matrix();
-  const std::lock_guard<std::mutex> lock(spread_cache_->mutex);
-  auto& cache = *spread_cache_;
+  const std::lock_guard<std::mutex> lock(moments_cache_->mutex);
+  auto& cache = *moments_cache_;
   // In-place updates (training) change the version; inference tensors keep none and are not updated.
   const int64_t version = matrix.is_inference() ? 0 : static_cast<int64_t>(matrix._version());
-  if (!cache.spread.defined() || cache.data != matrix.data_ptr() || cache.version != version) {
-    cache.spread = row_covariance(matrix);
+  if (!cache.moments.sum.defined() || cache.data != matrix.data_ptr() || cache.version != version) {
+    cache.moments = row_moments(matrix);
     cache.data = matrix.data_ptr();
     cache.version = version;
   }
-  return cache.spread;
+  return cache.moments;
 }
 
 torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {

@@ -80,18 +80,18 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear output_projection{nullptr};  // untied only: [V, D], no bias
 
  private:
-  /// The covariance of output_matrix()'s rows, computed once per matrix (row_covariance).
-  torch::Tensor output_spread();
+  /// row_moments(output_matrix()), computed once per matrix.
+  RowMoments output_moments();
 
   ModelConfig config_;
   PreparedWeight output_;  // output_matrix() for oneDNN or FBGEMM, once prepared for inference
-  struct SpreadCache {
+  struct MomentsCache {
     std::mutex mutex;  // decoding threads may share a model
     const void* data = nullptr;
     int64_t version = -1;
-    torch::Tensor spread;  // [D, D] float32
+    RowMoments moments;
   };
-  std::shared_ptr<SpreadCache> spread_cache_ = std::make_shared<SpreadCache>();
+  std::shared_ptr<MomentsCache> moments_cache_ = std::make_shared<MomentsCache>();
 };
 TORCH_MODULE(Transformer);
 

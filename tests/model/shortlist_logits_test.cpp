@@ -51,7 +51,7 @@ torch::Tensor reference(const torch::Tensor& hidden, const torch::Tensor& matrix
 /// shortlist_logits over `matrix`'s lists, the way a decoder state holds them.
 torch::Tensor logits_of(const torch::Tensor& hidden, const torch::Tensor& matrix, const torch::Tensor& lists,
                         int64_t rows_per_list) {
-  return shortlist_logits(hidden, matrix, shortlist_columns(matrix, lists, row_covariance(matrix)), rows_per_list);
+  return shortlist_logits(hidden, matrix, shortlist_columns(matrix, lists, row_moments(matrix)), rows_per_list);
 }
 
 void expect_matches(const torch::Tensor& got, const torch::Tensor& want, double tolerance, const std::string& what) {
@@ -117,7 +117,7 @@ TEST(ShortlistLogits, TheLastColumnEstimatesTheLeftOutTokensLogSumExp) {
 TEST(ShortlistLogits, RejectsRowsThatDoNotFitTheLists) {
   const auto matrix = torch::randn({8, 16});
   const auto lists = torch::zeros({2, 4}, torch::kLong);
-  const auto columns = shortlist_columns(matrix, lists, row_covariance(matrix));
+  const auto columns = shortlist_columns(matrix, lists, row_moments(matrix));
   EXPECT_THROW(shortlist_logits(torch::randn({5, 16}), matrix, columns, 2), c10::Error);
   EXPECT_THROW(shortlist_logits(torch::randn({4, 16}), torch::randn({8, 32}), columns, 2), c10::Error);
 }

@@ -1,0 +1,88 @@
+#include "model/shortlist_columns.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+namespace tfm {
+namespace {
+
+/// [M, C] padded with -1 to `width` columns.
+torch::Tensor padded(const torch::Tensor& lists, int64_t width) {
+  if (lists.size(1) == width) return lists;
+  return torch::cat({lists, torch::full({lists.size(0), width - lists.size(1)}, -1, lists.options())}, 1);
+}
+
+/// Per list: the sum of its candidates' rows ([M, D] float64) and how many it has.
+template <typename T>
+void sum_listed_rows(const T* matrix, int64_t vocab, int64_t dim, const int64_t* ids, int64_t lists, int64_t width,
+                     double* sums, int64_t* counts) {
+  at::parallel_for(0, lists, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      double* sum = sums + m * dim;
+      std::fill(sum, sum + dim, 0.0);
+      counts[m] = 0;
+      for (int64_t c = 0; c < width; ++c) {
+        const int64_t id = ids[m * width + c];
+        if (id < 0) continue;
+        TORCH_CHECK(id < vocab, "shortlist_columns: token ", id, " outside a vocabulary of ", vocab);
+        ++counts[m];
+        const T* row = matrix + id * dim;
+        for (int64_t d = 0; d < dim; ++d) sum[d] += static_cast<double>(row[d]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+RowMoments row_moments(const torch::Tensor& matrix) {
+  torch::NoGradGuard no_grad;
+  const auto rows = matrix.detach().to(torch::kCPU, torch::kDouble);  // [V, D]
+  const auto mean = rows.mean(0, /*keepdim=*/true);
+  const auto centered = rows - mean;
+  return {rows.sum(0), (centered.t().mm(centered) / static_cast<double>(rows.size(0))).to(torch::kFloat32)};
+}
+
+void ShortlistColumns::select(const torch::Tensor& lists) {
+  const auto index = lists.to(torch::kCPU, torch::kLong);
+  candidates = candidates.index_select(0, index);
+  rest_mean = rest_mean.index_select(0, index);
+  rest_log_count = rest_log_count.index_select(0, index);
+}
+
+void ShortlistColumns::append(const ShortlistColumns& other) {
+  const int64_t width = std::max(candidates.size(1), other.candidates.size(1));
+  candidates = torch::cat({padded(candidates, width), padded(other.candidates, width)});
+  rest_mean = torch::cat({rest_mean, other.rest_mean});
+  rest_log_count = torch::cat({rest_log_count, other.rest_log_count});
+}
+
+ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
+                                   const RowMoments& moments) {
+  TORCH_CHECK(matrix.dim() == 2 && candidates.dim() == 2, "shortlist_columns: a [V, D] matrix and [M, C] lists");
+  TORCH_CHECK(moments.sum.numel() == matrix.size(1), "shortlist_columns: moments of another matrix");
+  torch::NoGradGuard no_grad;
+  const auto lists = candidates.to(torch::kCPU, torch::kLong).contiguous();
+  const auto rows = matrix.detach().to(torch::kCPU).contiguous();  // [V, D], in its own dtype
+  const int64_t vocab = rows.size(0), dim = rows.size(1), count = lists.size(0), width = lists.size(1);
+  auto sums = torch::empty({count, dim}, torch::kDouble);
+  std::vector<int64_t> listed(static_cast<size_t>(count));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, rows.scalar_type(), "shortlist_columns", [&] {
+    sum_listed_rows(rows.data_ptr<scalar_t>(), vocab, dim, lists.data_ptr<int64_t>(), count, width,
+                    sums.data_ptr<double>(), listed.data());
+  });
+  auto left = torch::empty({count, 1}, torch::kDouble);
+  for (int64_t m = 0; m < count; ++m) left.data_ptr<double>()[m] = static_cast<double>(vocab - listed[m]);
+  // No token left out: a mean of 0 and a count of 0, whose log -inf removes the column's mass.
+  const auto means = (moments.sum.unsqueeze(0) - sums) / left.clamp_min(1.0);  // [M, D]
+  return {lists, means.to(matrix.scalar_type()), left.squeeze(1).log().to(torch::kFloat32),
+          moments.covariance.to(torch::kCPU, matrix.scalar_type())};
+}
+
+}  // namespace tfm
