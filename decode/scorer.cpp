@@ -66,7 +66,8 @@ StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, Stat
   // A shortlist's last column stands for the tokens it leaves out: in the normalizer, not a choice.
   const bool rest = decoder_state.output_columns.defined();
   const int64_t columns = logits.size(1) - (rest ? 1 : 0);
-  auto values = logits.narrow(1, 0, columns);
+  // Contiguous once here, not once in the normalizers and again in the top-k.
+  auto values = rest ? logits.narrow(1, 0, columns).contiguous() : logits;
   if (log_normalizers_supported(values) && !values.requires_grad()) {
     auto [normalizers, block_maxima] = log_normalizers(values);
     if (rest) normalizers = torch::logaddexp(normalizers, logits.select(1, columns));
