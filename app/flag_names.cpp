@@ -62,6 +62,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"save_interval_updates", "--save-interval-updates"},
     {"shard_size", "--shard-size"},
     {"shortlist_frequent", "--shortlist-frequent"},
+    {"shortlist_iterations", "--shortlist-iterations"},
     {"shortlist_per_source", "--shortlist-per-source"},
     {"smooth_method", "--smooth-method"},
     {"smooth_value", "--smooth-value"},

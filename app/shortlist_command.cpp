@@ -9,6 +9,7 @@
 #include "data/prepare_corpus.h"
 #include "model/model_file.h"
 #include "model/shortlist.h"
+#include "model/shortlist_coverage.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tfm {
@@ -17,13 +18,32 @@ namespace {
 struct ShortlistCommandOptions {
   std::string model;
   CorpusFiles train;
+  CorpusFiles valid;  // held-out pairs whose coverage is reported
   std::string output;
   ShortlistOptions shortlist;
   int64_t max_pairs = 0;  // 0 = the whole corpus
 };
 
+/// Logs the share of the held-out targets' tokens that their sentences' candidates hold.
+void report_coverage(const Shortlist& shortlist, const Tokenizer& tokenizer, const CorpusFiles& files) {
+  ParallelTextReader reader = open_corpus(files);
+  ShortlistCoverage coverage;
+  std::vector<TextPair> pairs;
+  std::vector<EncodedPair> encoded;
+  while (reader.read(pairs, 100000) > 0) {
+    encode_pairs(tokenizer, pairs, /*threads=*/0, encoded);
+    for (const auto& pair : encoded) coverage.add(shortlist, pair.source, pair.target);
+  }
+  spdlog::info(
+      "coverage of {}: {:.2f}% of {} target subwords are among their sentence's candidates; {:.0f} "
+      "candidates per sentence on average, {} at most, of {}",
+      reader.describe(), 100.0 * coverage.covered_share(), coverage.target_tokens, coverage.mean_candidates(),
+      coverage.most_candidates, shortlist.vocab_size());
+}
+
 void run_shortlist(const ShortlistCommandOptions& options) {
   validate(options.train, "train", /*required=*/true);
+  validate(options.valid, "valid", /*required=*/false);
   validate(options.shortlist);
   if (options.max_pairs < 0) throw std::invalid_argument("--max-pairs must be >= 0");
   auto loaded = load_model_file(options.model, torch::kCPU);
@@ -43,6 +63,7 @@ void run_shortlist(const ShortlistCommandOptions& options) {
   }
   if (builder.pairs() == 0) throw std::runtime_error(reader.describe() + ": no sentence pairs");
   loaded.shortlist = builder.build(options.shortlist);
+  if (options.valid.given()) report_coverage(loaded.shortlist, tokenizer, options.valid);
   save_model_file(options.output, loaded.model, loaded.tokenizer_proto, loaded.shortlist);
   spdlog::info(
       "shortlist from {} pairs of {}: {} frequent subwords + up to {} per source subword ({} in all); wrote {}",
@@ -64,10 +85,17 @@ void add_shortlist_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--train-tsv", options->train.tsv, "Or one file of source<TAB>target lines");
   cmd->add_option("--out,-o", options->output, "Model file to write (the model and its shortlist)")->required();
   cmd->add_option("--shortlist-per-source", options->shortlist.per_source,
-                  "Candidates kept for each source subword (the most likely by co-occurrence)");
+                  "Candidates kept for each source subword (the most likely translations)");
   cmd->add_option("--shortlist-frequent", options->shortlist.frequent,
                   "Most frequent target subwords, in every sentence's candidates");
+  cmd->add_option("--shortlist-iterations", options->shortlist.iterations,
+                  "EM iterations of IBM Model 1 that rank each source subword's targets (0: rank by co-occurrence)");
   cmd->add_option("--max-pairs", options->max_pairs, "Count only the first N pairs (0 = all)");
+  cmd->add_option("--valid-src", options->valid.source,
+                  "Held-out source lines: report the share of their targets' subwords the shortlist covers");
+  cmd->add_option("--valid-tgt", options->valid.target,
+                  "Their targets (references, or the model's own translations without the shortlist)");
+  cmd->add_option("--valid-tsv", options->valid.tsv, "Or one file of source<TAB>target lines");
   cmd->callback([options, &action] { action = [options] { run_shortlist(*options); }; });
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <tuple>
 
 #include <torch/torch.h>
 
@@ -131,6 +130,10 @@ void validate(const ShortlistOptions& options) {
     throw std::invalid_argument(option_name("shortlist_frequent") + " " + std::to_string(options.frequent) +
                                 ": must be at least 0");
   }
+  if (options.iterations < 0) {
+    throw std::invalid_argument(option_name("shortlist_iterations") + " " + std::to_string(options.iterations) +
+                                ": must be at least 0");
+  }
 }
 
 ShortlistBuilder::ShortlistBuilder(int64_t vocab_size)
@@ -152,6 +155,10 @@ void ShortlistBuilder::add(const std::vector<int64_t>& source, const std::vector
     }
   }
   const int64_t pair = pairs_++;
+  source_ids_.insert(source_ids_.end(), source.begin(), source.end());
+  target_ids_.insert(target_ids_.end(), target.begin(), target.end());
+  source_starts_.push_back(static_cast<int64_t>(source_ids_.size()));
+  target_starts_.push_back(static_cast<int64_t>(target_ids_.size()));
   std::vector<int64_t> targets;  // distinct, in order of appearance
   for (const int64_t t : target) {
     if (last_target_pair_[t] == pair) continue;
@@ -169,7 +176,7 @@ void ShortlistBuilder::add(const std::vector<int64_t>& source, const std::vector
 
 Shortlist ShortlistBuilder::build(const ShortlistOptions& options) const {
   validate(options);
-  // The most frequent targets (ties: lower id), specials aside: every batch gets both.
+  // The most frequent targets (ties: lower id), specials aside: every sentence gets both.
   std::vector<int64_t> by_frequency;
   for (int64_t t = kNumSpecialIds; t < vocab_size_; ++t) {
     if (target_count_[t] > 0) by_frequency.push_back(t);
@@ -181,31 +188,100 @@ Shortlist ShortlistBuilder::build(const ShortlistOptions& options) const {
   for (const int64_t t : by_frequency) is_frequent[t] = 1;
   std::sort(by_frequency.begin(), by_frequency.end());
 
-  // Per source token: (count together, target) of every target seen with it.
-  std::vector<std::vector<std::pair<uint32_t, int64_t>>> seen_with(static_cast<size_t>(vocab_size_));
-  for (const auto& [key, count] : together_) {
-    const auto s = static_cast<int64_t>(key / static_cast<uint64_t>(vocab_size_));
-    const auto t = static_cast<int64_t>(key % static_cast<uint64_t>(vocab_size_));
-    if (is_frequent[t] == 0 && t >= kNumSpecialIds) seen_with[s].emplace_back(count, t);
-  }
+  const CooccurrenceRows rows = cooccurrence_rows();
+  std::vector<double> score(rows.together.begin(), rows.together.end());  // [E]
+  if (options.iterations > 0) score = model1_probabilities(rows, options.iterations);
   std::vector<int64_t> offsets{0};
   std::vector<int32_t> targets;
+  std::vector<int64_t> ranked;  // entries of one row
   for (int64_t s = 0; s < vocab_size_; ++s) {
-    auto& candidates = seen_with[s];
-    // p(t | s) = together / count(s): for one s, the order of `together`, ties to the lower id.
-    const auto better = [](const auto& a, const auto& b) {
-      return std::tie(b.first, a.second) < std::tie(a.first, b.second);
+    ranked.clear();
+    for (int64_t e = rows.starts[s]; e < rows.starts[s + 1]; ++e) {
+      const int64_t t = rows.targets[e];
+      if (is_frequent[t] == 0 && t >= kNumSpecialIds) ranked.push_back(e);
+    }
+    // Higher p(t | s) first; ties: more co-occurrences, then the lower id.
+    const auto better = [&](int64_t a, int64_t b) {
+      if (score[a] != score[b]) return score[a] > score[b];
+      if (rows.together[a] != rows.together[b]) return rows.together[a] > rows.together[b];
+      return rows.targets[a] < rows.targets[b];
     };
-    const size_t keep = std::min(candidates.size(), static_cast<size_t>(options.per_source));
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
-                      better);
+    const size_t keep = std::min(ranked.size(), static_cast<size_t>(options.per_source));
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(), better);
     std::vector<int32_t> kept;
-    for (size_t i = 0; i < keep; ++i) kept.push_back(static_cast<int32_t>(candidates[i].second));
+    for (size_t i = 0; i < keep; ++i) kept.push_back(rows.targets[ranked[i]]);
     std::sort(kept.begin(), kept.end());
     targets.insert(targets.end(), kept.begin(), kept.end());
     offsets.push_back(static_cast<int64_t>(targets.size()));
   }
   return Shortlist(vocab_size_, std::move(by_frequency), std::move(offsets), std::move(targets));
+}
+
+ShortlistBuilder::CooccurrenceRows ShortlistBuilder::cooccurrence_rows() const {
+  CooccurrenceRows rows;
+  rows.starts.assign(static_cast<size_t>(vocab_size_ + 1), 0);
+  const auto V = static_cast<uint64_t>(vocab_size_);
+  for (const auto& entry : together_) ++rows.starts[entry.first / V + 1];
+  for (int64_t s = 0; s < vocab_size_; ++s) rows.starts[s + 1] += rows.starts[s];
+  std::vector<std::pair<int32_t, uint32_t>> entries(together_.size());  // (target, together), row by row
+  std::vector<int64_t> next(rows.starts.begin(), rows.starts.end() - 1);
+  for (const auto& [key, count] : together_) {
+    entries[next[key / V]++] = {static_cast<int32_t>(key % V), count};
+  }
+  rows.targets.reserve(entries.size());
+  rows.together.reserve(entries.size());
+  for (int64_t s = 0; s < vocab_size_; ++s) {
+    std::sort(entries.begin() + rows.starts[s], entries.begin() + rows.starts[s + 1]);
+  }
+  for (const auto& [t, count] : entries) {
+    rows.targets.push_back(t);
+    rows.together.push_back(count);
+  }
+  return rows;
+}
+
+int64_t ShortlistBuilder::CooccurrenceRows::find(int64_t source, int64_t target) const {
+  const auto begin = targets.begin() + starts[source], end = targets.begin() + starts[source + 1];
+  return std::lower_bound(begin, end, static_cast<int32_t>(target)) - targets.begin();
+}
+
+std::vector<double> ShortlistBuilder::model1_probabilities(const CooccurrenceRows& rows, int64_t iterations) const {
+  // p(t | s) over the co-occurring pairs (every other is 0 from the first iteration on), and
+  // p(t | null). Uniform to start: the first E-step then shares each target among its sentence's
+  // source tokens equally.
+  std::vector<double> p(rows.targets.size(), 1.0), p_null(static_cast<size_t>(vocab_size_), 1.0);
+  std::vector<double> counts(rows.targets.size()), null_counts(p_null.size());
+  std::vector<int64_t> at;  // [S] the entry (s_i, t) of each source position, for one target token
+  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
+    std::fill(counts.begin(), counts.end(), 0.0);
+    std::fill(null_counts.begin(), null_counts.end(), 0.0);
+    // E-step: each target token's alignment posterior over its sentence's source tokens and null.
+    for (int64_t pair = 0; pair < pairs_; ++pair) {
+      const int32_t* source = source_ids_.data() + source_starts_[pair];
+      const int64_t length = source_starts_[pair + 1] - source_starts_[pair];
+      at.resize(static_cast<size_t>(length));
+      for (int64_t j = target_starts_[pair]; j < target_starts_[pair + 1]; ++j) {
+        const int64_t t = target_ids_[j];
+        double total = p_null[t];
+        for (int64_t i = 0; i < length; ++i) {
+          at[i] = rows.find(source[i], t);
+          total += p[at[i]];
+        }
+        for (int64_t i = 0; i < length; ++i) counts[at[i]] += p[at[i]] / total;
+        null_counts[t] += p_null[t] / total;
+      }
+    }
+    // M-step: p(t | s) = expected count(s, t) / expected count(s).
+    for (int64_t s = 0; s < vocab_size_; ++s) {
+      double row_total = 0;
+      for (int64_t e = rows.starts[s]; e < rows.starts[s + 1]; ++e) row_total += counts[e];
+      for (int64_t e = rows.starts[s]; e < rows.starts[s + 1]; ++e) p[e] = row_total > 0 ? counts[e] / row_total : 0.0;
+    }
+    double null_total = 0;
+    for (const double count : null_counts) null_total += count;
+    for (size_t t = 0; t < p_null.size(); ++t) p_null[t] = null_total > 0 ? null_counts[t] / null_total : 0.0;
+  }
+  return p;
 }
 
 }  // namespace tfm

@@ -52,14 +52,22 @@ class Shortlist {
 struct ShortlistOptions {
   int64_t per_source = 100;  // candidates kept for each source token (Marian's lexical shortlist keeps 100)
   int64_t frequent = 100;    // most frequent target tokens, always included
+  // EM iterations of IBM Model 1 that rank each source token's targets by p(target | source). 0
+  // ranks by co-occurrence, which favours whatever target is frequent over the token's translation.
+  int64_t iterations = 5;
 };
 
 void validate(const ShortlistOptions& options);
 
 /// Counts which target tokens occur in the same sentence pairs as each source token, then keeps
-/// for each source token the `per_source` targets with the highest p(target | source) (ties: more
-/// co-occurrences, then the lower id), leaving out the `frequent` most frequent targets, which
-/// every batch gets anyway. Each token counts once per sentence.
+/// for each source token the `per_source` of them with the highest p(target | source), leaving
+/// out the `frequent` most frequent targets, which every sentence gets anyway. With `iterations`
+/// 0, p(target | source) is the share of the source token's sentences that hold the target (each
+/// token counts once per sentence; ties: the lower id). Otherwise it is IBM Model 1's lexical
+/// translation probability after that many EM iterations over the pairs (Brown et al. 1993, with
+/// a null source word; ties: more co-occurrences, then the lower id), as a word aligner's lexical
+/// table gives Marian's shortlist: frequent targets that occur with everything are explained by
+/// the tokens they translate, not credited to every token of the sentence.
 class ShortlistBuilder {
  public:
   explicit ShortlistBuilder(int64_t vocab_size);
@@ -69,6 +77,18 @@ class ShortlistBuilder {
   Shortlist build(const ShortlistOptions& options) const;
 
  private:
+  /// The targets seen with each source token, row by row, ascending.
+  struct CooccurrenceRows {
+    std::vector<int64_t> starts;     // [V + 1]: row s is entries starts[s] .. starts[s+1]-1
+    std::vector<int32_t> targets;    // [E]
+    std::vector<uint32_t> together;  // [E] sentence pairs holding both
+    /// The entry of (source, target); the pair must have co-occurred.
+    int64_t find(int64_t source, int64_t target) const;
+  };
+  CooccurrenceRows cooccurrence_rows() const;
+  /// [E] IBM Model 1's p(target | source) of each entry after `iterations` EM iterations.
+  std::vector<double> model1_probabilities(const CooccurrenceRows& rows, int64_t iterations) const;
+
   int64_t vocab_size_;
   int64_t pairs_ = 0;
   std::vector<int64_t> source_count_;                // [V] sentences containing each source token
@@ -76,6 +96,10 @@ class ShortlistBuilder {
   std::unordered_map<uint64_t, uint32_t> together_;  // source * V + target -> sentences with both
   std::vector<int64_t> last_source_pair_;            // [V] the last pair whose source had each id
   std::vector<int64_t> last_target_pair_;            // [V] the same for targets
+  // Every pair's ids, for the EM iterations: pair i's source is source_ids_[source_starts_[i] ..
+  // source_starts_[i+1]).
+  std::vector<int32_t> source_ids_, target_ids_;
+  std::vector<int64_t> source_starts_{0}, target_starts_{0};
 };
 
 }  // namespace tfm

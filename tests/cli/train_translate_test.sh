@@ -77,9 +77,11 @@ expect_contains "$err" "--sampling top:3: expected none, topk:K (K >= 1) or topp
 # Shortlist: `tfm shortlist` writes the model with one; --shortlist decodes over it, one line per
 # input; --shortlist on a model without one is a one-line usage error.
 run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
-  --out "$WORK/shortlisted.pt" --shortlist-per-source 8 --shortlist-frequent 10
+  --out "$WORK/shortlisted.pt" --shortlist-per-source 8 --shortlist-frequent 10 \
+  --valid-src "$WORK/data/test.en" --valid-tgt "$WORK/data/test.de"
 expect_code 0 "shortlist"
 expect_contains "$err" "shortlist from 400 pairs of" "shortlist reports its corpus"
+expect_contains "$err" "target subwords are among their sentence's candidates" "shortlist reports its coverage"
 "$TFM" translate --model "$WORK/shortlisted.pt" --shortlist < "$WORK/odd.txt" > "$WORK/shortlisted.out" \
   2> "$WORK/shortlisted.err" || fail "translate --shortlist: $(cat "$WORK/shortlisted.err")"
 [ "$(wc -l < "$WORK/shortlisted.out")" = 6 ] || fail "--shortlist: 6 input lines gave $(wc -l < "$WORK/shortlisted.out")"
@@ -95,6 +97,10 @@ run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-
   --out "$WORK/bad.pt" --shortlist-per-source 0
 expect_code 2 "--shortlist-per-source 0"
 expect_contains "$err" "--shortlist-per-source 0: must be at least 1" "--shortlist-per-source 0"
+run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+  --out "$WORK/bad.pt" --shortlist-iterations -1
+expect_code 2 "--shortlist-iterations -1"
+expect_contains "$err" "--shortlist-iterations -1: must be at least 0" "--shortlist-iterations -1"
 
 # Streaming: a line written to a pipe that stays open is answered at once.
 mkfifo "$WORK/fifo"

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "model/model_file.h"
+#include "model/shortlist_coverage.h"
 #include "tests/test_support.h"
 #include "text/special_ids.h"
 
@@ -81,10 +82,11 @@ Shortlist build(const Pairs& corpus, int64_t vocab, const ShortlistOptions& opti
   return builder.build(options);
 }
 
-TEST(Shortlist, BuilderKeepsTheMostLikelyTargetsOfEachSourceTokenAsTheDefinitionSays) {
+TEST(Shortlist, WithoutIterationsBuilderKeepsTheMostFrequentCooccurrencesAsTheDefinitionSays) {
   const int64_t vocab = 60;
   const auto corpus = random_corpus(vocab, 400, 7);
-  for (const ShortlistOptions options : {ShortlistOptions{5, 8}, ShortlistOptions{1, 0}, ShortlistOptions{100, 3}}) {
+  for (const ShortlistOptions options :
+       {ShortlistOptions{5, 8, 0}, ShortlistOptions{1, 0, 0}, ShortlistOptions{100, 3, 0}}) {
     const auto shortlist = build(corpus, vocab, options);
     const auto reference = reference_shortlist(corpus, options);
     EXPECT_EQ(shortlist.frequent(), reference.frequent);
@@ -97,10 +99,96 @@ TEST(Shortlist, BuilderKeepsTheMostLikelyTargetsOfEachSourceTokenAsTheDefinition
   }
 }
 
+/// IBM Model 1 the textbook way, in maps: p(t | s) after `iterations` EM iterations, with a null
+/// source word, from uniform.
+std::map<std::pair<int64_t, int64_t>, double> reference_model1(const Pairs& corpus, int iterations) {
+  constexpr int64_t kNull = -1;
+  std::map<std::pair<int64_t, int64_t>, double> p;  // (s, t) -> p(t | s)
+  for (const auto& [source, target] : corpus) {
+    for (const int64_t t : target) {
+      p[{kNull, t}] = 1;
+      for (const int64_t s : source) p[{s, t}] = 1;
+    }
+  }
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    std::map<std::pair<int64_t, int64_t>, double> count;
+    std::map<int64_t, double> total;
+    for (const auto& [source, target] : corpus) {
+      std::vector<int64_t> with_null = source;
+      with_null.push_back(kNull);
+      for (const int64_t t : target) {
+        double z = 0;
+        for (const int64_t s : with_null) z += p[{s, t}];
+        for (const int64_t s : with_null) {
+          count[{s, t}] += p[{s, t}] / z;
+          total[s] += p[{s, t}] / z;
+        }
+      }
+    }
+    for (auto& [key, value] : p) value = count[key] / total[key.first];
+  }
+  return p;
+}
+
+TEST(Shortlist, WithIterationsBuilderKeepsTheTargetsModel1FindsMostLikely) {
+  const int64_t vocab = 40;
+  const auto corpus = random_corpus(vocab, 300, 11);
+  const ShortlistOptions options{4, 3, 3};
+  const auto shortlist = build(corpus, vocab, options);
+  const auto p = reference_model1(corpus, static_cast<int>(options.iterations));
+  const auto& frequent = shortlist.frequent();
+  int64_t checked = 0;
+  for (int64_t s = kNumSpecialIds; s < vocab; ++s) {
+    // Every kept target at least as likely as every target left out (up to rounding: ties break
+    // on co-occurrence counts), and as many kept as the options allow.
+    const auto kept = shortlist.candidates_of(s);
+    std::vector<double> kept_p, dropped_p;
+    for (const auto& [key, value] : p) {
+      if (key.first != s || std::binary_search(frequent.begin(), frequent.end(), key.second)) continue;
+      (std::binary_search(kept.begin(), kept.end(), key.second) ? kept_p : dropped_p).push_back(value);
+    }
+    EXPECT_EQ(static_cast<int64_t>(kept_p.size()), static_cast<int64_t>(kept.size())) << "source " << s;
+    if (!dropped_p.empty()) {
+      EXPECT_EQ(static_cast<int64_t>(kept.size()), options.per_source) << "source " << s;
+      EXPECT_GE(*std::min_element(kept_p.begin(), kept_p.end()),
+                *std::max_element(dropped_p.begin(), dropped_p.end()) - 1e-9)
+          << "source " << s;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);  // the test compared real rankings
+}
+
+TEST(Shortlist, Model1CreditsATargetToTheTokenItTranslatesNotToEveryTokenBesideIt) {
+  // 25 translates 11 (alone in 6 pairs) and is in every pair of 10, whose translation 20 is in two
+  // of its three: by co-occurrence 10's best is 25, by Model 1 it is 20.
+  Pairs corpus = {{{11, 10}, {25, 20}}, {{11, 10}, {25, 20}}, {{11, 10}, {25, 21}}};
+  for (int i = 0; i < 6; ++i) corpus.push_back({{11}, {25}});
+  EXPECT_EQ(build(corpus, 30, ShortlistOptions{1, 0, 0}).candidates_of(10), std::vector<int64_t>{25});
+  EXPECT_EQ(build(corpus, 30, ShortlistOptions{1, 0, 5}).candidates_of(10), std::vector<int64_t>{20});
+  EXPECT_EQ(build(corpus, 30, ShortlistOptions{1, 0, 5}).candidates_of(11), std::vector<int64_t>{25});
+}
+
+TEST(Shortlist, CoverageCountsTheTargetTokensAmongTheirSentencesCandidates) {
+  const Pairs corpus = {{{10}, {20, 24}}, {{10, 11}, {20, 21, 22, 24}}, {{12}, {23, 24}}, {{13}, {24}}};
+  const auto shortlist = build(corpus, 30, ShortlistOptions{2, 1, 0});  // 10: 20 21; 11: 20 21; 12: 23; +24
+  ShortlistCoverage coverage;
+  coverage.add(shortlist, {10}, {20, 22, 24, kEosId});  // 22 left out; eos is special: 3 of 4
+  coverage.add(shortlist, {12, 13}, {23, 23, 29});      // 13 has 24 only (frequent): 2 of 3
+  EXPECT_EQ(coverage.sentences, 2);
+  EXPECT_EQ(coverage.target_tokens, 7);
+  EXPECT_EQ(coverage.covered_tokens, 5);
+  EXPECT_NEAR(coverage.covered_share(), 5.0 / 7.0, 1e-12);
+  // Candidates: the 4 specials, 24, then 20 21 (7), and 23 (6).
+  EXPECT_EQ(coverage.candidates, 13);
+  EXPECT_EQ(coverage.most_candidates, 7);
+  EXPECT_NEAR(coverage.mean_candidates(), 6.5, 1e-12);
+}
+
 TEST(Shortlist, CandidatesAreTheSpecialsTheFrequentAndEachSourceTokensListSorted) {
   // Token 10 always with 20; 11 with 20, 21 and 22; 12 with 23 (less often than 24, the frequent one).
   const Pairs corpus = {{{10}, {20, 24}}, {{10, 11}, {20, 21, 22, 24}}, {{12}, {23, 24}}, {{13}, {24}}};
-  const auto shortlist = build(corpus, 30, ShortlistOptions{2, 1});
+  const auto shortlist = build(corpus, 30, ShortlistOptions{2, 1, 0});
   EXPECT_EQ(shortlist.frequent(), std::vector<int64_t>{24});
   EXPECT_EQ(shortlist.candidates_of(10), (std::vector<int64_t>{20, 21}));  // 20 twice; 21 and 22 tie: lower id
   EXPECT_EQ(shortlist.candidates_of(11), (std::vector<int64_t>{20, 21}));  // 20, 21, 22 once each: lower ids
@@ -124,6 +212,7 @@ TEST(Shortlist, RejectsPiecesThatDoNotFitTogether) {
   EXPECT_THROW(Shortlist(2, {7}, {0, 0, 0}, {}), std::invalid_argument);      // frequent outside
   EXPECT_THROW(ShortlistBuilder(5).add({1, 9}, {2}), std::invalid_argument);  // token outside
   EXPECT_THROW(ShortlistBuilder(5).build(ShortlistOptions{0, 1}), std::invalid_argument);
+  EXPECT_THROW(ShortlistBuilder(5).build(ShortlistOptions{1, 1, -1}), std::invalid_argument);
 }
 
 TEST(Shortlist, TravelsInTheModelFileAndOldFilesHaveNone) {
