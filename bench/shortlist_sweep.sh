@@ -14,7 +14,8 @@ model=${2:?model file}
 split=${3:-val}
 here=$(cd "$(dirname "$0")" && pwd)
 data=${TFM_DATA_DIR:-$here/../../shared}/data/multi30k
-read -r -a per_source <<< "${PER_SOURCE:-5 10 20 50}"
+read -r -a iterations <<< "${ITERATIONS:-5}"
+read -r -a per_source <<< "${PER_SOURCE:-50 100}"
 read -r -a frequent <<< "${FREQUENT:-100}"
 read -r -a flags <<< "${TFM_FLAGS:---lenpen 0.6}"
 rounds=${ROUNDS:-3}
@@ -34,20 +35,33 @@ translate() {  # MODEL HYP [--shortlist]: prints sentences/s
   "$tfm" translate --model "$1" --dtype "$dtype" "${flags[@]}" "${@:3}" < "$out/src" > "$2" 2> "$out/log"
   grep -oE '[0-9.]+ sentences/s' "$out/log" | tail -1 | cut -d' ' -f1
 }
-printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' P F entries "without (s/s)" "with (s/s)" ratio "BLEU without" "BLEU with"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
-for f in "${frequent[@]}"; do
-  for p in "${per_source[@]}"; do
-    "$tfm" shortlist --model "$model" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
-      --shortlist-per-source "$p" --shortlist-frequent "$f" --out "$out/model.pt" 2> "$out/shortlist.log"
-    entries=$(grep -oE '\([0-9]+ in all\)' "$out/shortlist.log" | grep -oE '[0-9]+')
-    : > "$out/without"; : > "$out/with"
-    for _ in $(seq "$rounds"); do
-      translate "$out/model.pt" "$out/hyp.without" >> "$out/without"
-      translate "$out/model.pt" "$out/hyp.with" --shortlist >> "$out/with"
+shortlist() {  # VALID_TGT [more shortlist flags]: writes $out/model.pt, logs to $out/shortlist.log
+  "$tfm" shortlist --model "$model" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
+    --valid-src "$out/src" --valid-tgt "$1" --out "$out/model.pt" "${@:2}" 2> "$out/shortlist.log"
+}
+covered() { grep -oE '[0-9.]+% of' "$out/shortlist.log" | cut -d' ' -f1; }
+"$tfm" translate --model "$model" --dtype "$dtype" "${flags[@]}" < "$out/src" > "$out/hyp.full" 2> /dev/null
+printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' I P F entries "candidates/sentence" \
+  "reference covered" "translation covered" "without (s/s)" "with (s/s)" ratio "BLEU without / with"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for i in "${iterations[@]}"; do
+  for f in "${frequent[@]}"; do
+    for p in "${per_source[@]}"; do
+      settings=(--shortlist-iterations "$i" --shortlist-per-source "$p" --shortlist-frequent "$f")
+      shortlist "$out/hyp.full" "${settings[@]}"
+      translation_covered=$(covered)
+      shortlist "$out/ref" "${settings[@]}"
+      entries=$(grep -oE '\([0-9]+ in all\)' "$out/shortlist.log" | grep -oE '[0-9]+')
+      candidates=$(grep -oE '[0-9]+ candidates per sentence' "$out/shortlist.log" | cut -d' ' -f1)
+      : > "$out/without"; : > "$out/with"
+      for _ in $(seq "$rounds"); do
+        translate "$out/model.pt" "$out/hyp.without" >> "$out/without"
+        translate "$out/model.pt" "$out/hyp.with" --shortlist >> "$out/with"
+      done
+      without=$(median < "$out/without"); with=$(median < "$out/with")
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %s / %s |\n' "$i" "$p" "$f" "$entries" \
+        "$candidates" "$(covered)" "$translation_covered" "$without" "$with" "$(echo "$with / $without" | bc -l)" \
+        "$(bleu "$out/hyp.without")" "$(bleu "$out/hyp.with")"
     done
-    without=$(median < "$out/without"); with=$(median < "$out/with")
-    printf '| %s | %s | %s | %s | %s | %.2f | %s | %s |\n' "$p" "$f" "$entries" "$without" "$with" \
-      "$(echo "$with / $without" | bc -l)" "$(bleu "$out/hyp.without")" "$(bleu "$out/hyp.with")"
   done
 done
