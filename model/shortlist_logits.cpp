@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -56,9 +61,17 @@ TFM_ALWAYS_INLINE void add_products(const c10::BFloat16* x, const c10::BFloat16*
   }
 }
 
+/// products[j] += x . columns[j] in the lanes' float arithmetic: every CPU.
+struct LaneProducts {
+  template <typename T, typename Lanes>
+  static TFM_ALWAYS_INLINE void add(const T* x, const T* const* columns, int64_t dim, Lanes (&products)[kVectorLanes]) {
+    add_products(x, columns, dim, products);
+  }
+};
+
 /// Rows [begin, end): the rows of one list take each block of 16 candidates in turn, so that the
 /// block's matrix rows are read from memory once and from the cache by the list's other rows.
-template <typename Lanes, typename T>
+template <typename Lanes, typename T, typename Products = LaneProducts>
 TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int64_t end) {
   for (int64_t first = begin; first < end;) {
     const int64_t list = first / a.rows_per_list;
@@ -73,7 +86,7 @@ TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int
       }
       for (int64_t row = first; row < last; ++row) {
         Lanes products[kVectorLanes] = {};
-        add_products(a.hidden + row * a.dim, columns, a.dim, products);
+        Products::add(a.hidden + row * a.dim, columns, a.dim, products);
         float sums[kVectorLanes];
         store_lanes(sums, sums_of_lanes(products));
         float* out = a.out + row * (a.width + 1) + block;
@@ -101,6 +114,38 @@ TFM_LANE_KERNEL((void score_range(const ShortlistViews<float>& a, int64_t begin,
 TFM_LANE_KERNEL((void score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end)),
                 score_rows<Lanes>(a, begin, end);)
 
+// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+// AVX512-BF16's dot product instruction does 32 bfloat16 multiply-adds into 16 float lanes, where
+// widening both halves of a pair of rows and multiplying them takes four instructions: this loop
+// is bound by its instructions, as each candidate's row serves only one sentence's hypotheses.
+#define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
+struct BFloat16DotProducts {
+  /// dim: a multiple of 32.
+  TFM_BF16_DOT_TARGET static void add(const BFloat16* x, const BFloat16* const* columns, int64_t dim,
+                                      WideLanes (&products)[kVectorLanes]) {
+    for (int64_t d = 0; d < dim; d += 2 * kVectorLanes) {
+      const auto xs = reinterpret_cast<__m512bh>(_mm512_loadu_si512(x + d));
+      for (int64_t j = 0; j < kVectorLanes; ++j) {
+        const auto column = reinterpret_cast<__m512bh>(_mm512_loadu_si512(columns[j] + d));
+        products[j].v =
+            reinterpret_cast<FloatWhole>(_mm512_dpbf16_ps(reinterpret_cast<__m512>(products[j].v), xs, column));
+      }
+    }
+  }
+};
+TFM_BF16_DOT_TARGET void score_range_bf16_dot(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) {
+  score_rows<WideLanes, BFloat16, BFloat16DotProducts>(a, begin, end);
+}
+bool bf16_dot_usable(int64_t dim) {
+  static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
+  return cpu_has_it && dim % (2 * kVectorLanes) == 0;
+}
+#else
+void score_range_bf16_dot(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) { score_range(a, begin, end); }
+bool bf16_dot_usable(int64_t) { return false; }
+#endif
+
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
                const torch::Tensor& spread_rows, int64_t rows_per_list, torch::Tensor& out) {
@@ -116,6 +161,13 @@ void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const S
                             rows_per_list};
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, a.width * a.dim));
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    if (bf16_dot_usable(a.dim)) {
+      at::parallel_for(0, hidden.size(0), grain,
+                       [&](int64_t begin, int64_t end) { score_range_bf16_dot(a, begin, end); });
+      return;
+    }
+  }
   at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { score_range(a, begin, end); });
 }
 
