@@ -2,6 +2,7 @@
 // for `tfm translate --shortlist`.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "app/command.h"
@@ -24,16 +25,30 @@ struct ShortlistCommandOptions {
   int64_t max_pairs = 0;  // 0 = the whole corpus
 };
 
+/// Reads up to `limit` pairs (0: all) a chunk at a time, encodes each chunk on all cores and hands
+/// every pair's ids to `use`. -> the pairs read.
+template <typename Use>
+int64_t for_each_encoded_pair(ParallelTextReader& reader, const Tokenizer& tokenizer, int64_t limit, Use use) {
+  std::vector<TextPair> pairs;
+  std::vector<EncodedPair> encoded;
+  constexpr int64_t kChunk = 100000;
+  int64_t done = 0;
+  while (limit == 0 || done < limit) {
+    const int64_t want = limit == 0 ? kChunk : std::min(kChunk, limit - done);
+    if (reader.read(pairs, static_cast<size_t>(want)) == 0) break;
+    encode_pairs(tokenizer, pairs, /*threads=*/0, encoded);
+    for (const auto& pair : encoded) use(pair);
+    done += static_cast<int64_t>(encoded.size());
+  }
+  return done;
+}
+
 /// Logs the share of the held-out targets' tokens that their sentences' candidates hold.
 void report_coverage(const Shortlist& shortlist, const Tokenizer& tokenizer, const CorpusFiles& files) {
   ParallelTextReader reader = open_corpus(files);
   ShortlistCoverage coverage;
-  std::vector<TextPair> pairs;
-  std::vector<EncodedPair> encoded;
-  while (reader.read(pairs, 100000) > 0) {
-    encode_pairs(tokenizer, pairs, /*threads=*/0, encoded);
-    for (const auto& pair : encoded) coverage.add(shortlist, pair.source, pair.target);
-  }
+  for_each_encoded_pair(reader, tokenizer, /*limit=*/0,
+                        [&](const EncodedPair& pair) { coverage.add(shortlist, pair.source, pair.target); });
   spdlog::info(
       "coverage of {}: {:.2f}% of {} target subwords are among their sentence's candidates; {:.0f} "
       "candidates per sentence on average, {} at most, of {}",
@@ -50,17 +65,10 @@ void run_shortlist(const ShortlistCommandOptions& options) {
   const auto tokenizer = Tokenizer::from_serialized(loaded.tokenizer_proto, options.model);
   ShortlistBuilder builder(loaded.config.vocab_size);
   ParallelTextReader reader = open_corpus(options.train);
-  std::vector<TextPair> pairs;
-  std::vector<EncodedPair> encoded;
-  constexpr size_t kChunk = 100000;
-  while (options.max_pairs == 0 || builder.pairs() < options.max_pairs) {
-    size_t want = kChunk;
-    if (options.max_pairs > 0) want = std::min<size_t>(want, static_cast<size_t>(options.max_pairs - builder.pairs()));
-    if (reader.read(pairs, want) == 0) break;
-    encode_pairs(tokenizer, pairs, /*threads=*/0, encoded);
-    for (const auto& pair : encoded) builder.add(pair.source, pair.target);
-    spdlog::info("{} pairs counted", builder.pairs());
-  }
+  for_each_encoded_pair(reader, tokenizer, options.max_pairs, [&](const EncodedPair& pair) {
+    builder.add(pair.source, pair.target);
+    if (builder.pairs() % 100000 == 0) spdlog::info("{} pairs counted", builder.pairs());
+  });
   if (builder.pairs() == 0) throw std::runtime_error(reader.describe() + ": no sentence pairs");
   loaded.shortlist = builder.build(options.shortlist);
   if (options.valid.given()) report_coverage(loaded.shortlist, tokenizer, options.valid);

@@ -189,8 +189,9 @@ Shortlist ShortlistBuilder::build(const ShortlistOptions& options) const {
   std::sort(by_frequency.begin(), by_frequency.end());
 
   const CooccurrenceRows rows = cooccurrence_rows();
-  std::vector<double> score(rows.together.begin(), rows.together.end());  // [E]
-  if (options.iterations > 0) score = model1_probabilities(rows, options.iterations);
+  const std::vector<double> score = options.iterations > 0  // [E]
+                                        ? model1_probabilities(rows, options.iterations)
+                                        : std::vector<double>(rows.together.begin(), rows.together.end());
   std::vector<int64_t> offsets{0};
   std::vector<int32_t> targets;
   std::vector<int64_t> ranked;  // entries of one row

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -137,14 +136,17 @@ struct BFloat16DotProducts {
 TFM_BF16_DOT_TARGET void score_range_bf16_dot(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) {
   score_rows<WideLanes, BFloat16, BFloat16DotProducts>(a, begin, end);
 }
-bool bf16_dot_usable(int64_t dim) {
-  static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
-  return cpu_has_it && dim % (2 * kVectorLanes) == 0;
-}
-#else
-void score_range_bf16_dot(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) { score_range(a, begin, end); }
-bool bf16_dot_usable(int64_t) { return false; }
 #endif
+
+/// score_range, or the dot product instruction's version where the CPU has it.
+void best_score_range(const ShortlistViews<float>& a, int64_t begin, int64_t end) { score_range(a, begin, end); }
+void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) {
+#ifdef TFM_BF16_DOT_TARGET
+  static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
+  if (cpu_has_it && a.dim % (2 * kVectorLanes) == 0) return score_range_bf16_dot(a, begin, end);
+#endif
+  score_range(a, begin, end);
+}
 
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
@@ -161,14 +163,7 @@ void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const S
                             rows_per_list};
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, a.width * a.dim));
-  if constexpr (std::is_same_v<T, BFloat16>) {
-    if (bf16_dot_usable(a.dim)) {
-      at::parallel_for(0, hidden.size(0), grain,
-                       [&](int64_t begin, int64_t end) { score_range_bf16_dot(a, begin, end); });
-      return;
-    }
-  }
-  at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { score_range(a, begin, end); });
+  at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { best_score_range(a, begin, end); });
 }
 
 bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns) {
