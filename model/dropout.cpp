@@ -1,7 +1,9 @@
 #include "model/dropout.h"
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -70,27 +72,59 @@ TFM_VECTOR_CLONES void philox_block(uint64_t seed, uint64_t subsequence, uint32_
   }
 }
 
+/// Each draw decides elements 2j (its low 16 bits) and 2j + 1 (its high 16 bits). The pair is
+/// written as one word of twice the element's width, low element in the low half (x86 is
+/// little-endian), so that the loop is one compare-and-select per lane and vectorizes; per
+/// element, with bfloat16 as a class, it did not.
+template <typename Pair, typename Bits>
+TFM_ALWAYS_INLINE void mask_pairs(const uint32_t* draws, uint32_t threshold, Bits scale, Pair* out, int64_t pairs) {
+  constexpr int kShift = 8 * sizeof(Bits);
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint32_t draw = draws[j];
+    const Pair low = (draw & 0xFFFFU) >= threshold ? scale : 0;
+    const Pair high = (draw >> 16) >= threshold ? scale : 0;
+    out[j] = low | (high << kShift);
+  }
+}
+using AliasedU32 = uint32_t __attribute__((may_alias));
+using AliasedU64 = uint64_t __attribute__((may_alias));
+TFM_VECTOR_CLONES void mask_pairs_of(const uint32_t* draws, uint32_t threshold, uint16_t scale, AliasedU32* out,
+                                     int64_t pairs) {
+  mask_pairs(draws, threshold, scale, out, pairs);
+}
+TFM_VECTOR_CLONES void mask_pairs_of(const uint32_t* draws, uint32_t threshold, uint32_t scale, AliasedU64* out,
+                                     int64_t pairs) {
+  mask_pairs(draws, threshold, scale, out, pairs);
+}
+
+template <typename T>
+struct PairWord {};
+template <>
+struct PairWord<uint16_t> {
+  using type = AliasedU32;
+};
+template <>
+struct PairWord<uint32_t> {
+  using type = AliasedU64;
+};
+
 /// out[i] = scale where element i's 16 bits of its draw reach threshold, else 0; i in [0, count).
 template <typename T>
-TFM_ALWAYS_INLINE void mask_from_draws(const uint32_t* draws, uint32_t threshold, T scale, T* out, int64_t count) {
-  const T zero = static_cast<T>(0.0F);
-  for (int64_t i = 0; i + 1 < count; i += 2) {
-    const uint32_t draw = draws[i / 2];
-    out[i] = (draw & 0xFFFFU) >= threshold ? scale : zero;
-    out[i + 1] = (draw >> 16) >= threshold ? scale : zero;
-  }
-  if (count % 2 == 1) out[count - 1] = (draws[count / 2] & 0xFFFFU) >= threshold ? scale : zero;
-}
-TFM_VECTOR_CLONES void mask_of(const uint32_t* draws, uint32_t threshold, float scale, float* out, int64_t count) {
-  mask_from_draws(draws, threshold, scale, out, count);
-}
-TFM_VECTOR_CLONES void mask_of(const uint32_t* draws, uint32_t threshold, c10::BFloat16 scale, c10::BFloat16* out,
-                               int64_t count) {
-  mask_from_draws(draws, threshold, scale, out, count);
-}
-template <typename T>
 void mask_of(const uint32_t* draws, uint32_t threshold, T scale, T* out, int64_t count) {
-  mask_from_draws(draws, threshold, scale, out, count);
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
+    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+    Bits scale_bits;
+    std::memcpy(&scale_bits, &scale, sizeof(T));
+    mask_pairs_of(draws, threshold, scale_bits, reinterpret_cast<typename PairWord<Bits>::type*>(out), count / 2);
+  } else {
+    for (int64_t i = 0; i + 1 < count; i += 2) {
+      out[i] = (draws[i / 2] & 0xFFFFU) >= threshold ? scale : static_cast<T>(0.0F);
+      out[i + 1] = (draws[i / 2] >> 16) >= threshold ? scale : static_cast<T>(0.0F);
+    }
+  }
+  if (count % 2 == 1) {
+    out[count - 1] = (draws[count / 2] & 0xFFFFU) >= threshold ? scale : static_cast<T>(0.0F);
+  }
 }
 
 /// noise[i] = 0 with probability p, else 1 / (1 - p), in noise's dtype.

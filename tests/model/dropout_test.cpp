@@ -87,6 +87,20 @@ TEST(Dropout, TheMaskIsLibTorchsPhiloxStream) {
   EXPECT_TRUE(torch::equal(kept, torch::from_blob(expected.data(), {n}, torch::kFloat32)));
 }
 
+TEST(Dropout, EveryFloatingTypeDrawsTheSameMask) {
+  // bfloat16, half, float and double each write their mask in their own kernel; a partial last
+  // block with an odd element count checks the pairs' tail.
+  const int64_t n = 2 * 4096 + 333;
+  torch::manual_seed(21);
+  const auto expected = apply_dropout(torch::ones({n}), 0.15, true);
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf, torch::kFloat64}) {
+    torch::manual_seed(21);
+    const auto mask = apply_dropout(torch::ones({n}, dtype), 0.15, true);
+    EXPECT_TRUE(torch::equal(mask.to(torch::kFloat32).ne(0), expected.ne(0))) << dtype;
+    EXPECT_TRUE(torch::allclose(mask.to(torch::kFloat32), expected, 1e-2, 0)) << dtype;
+  }
+}
+
 TEST(Dropout, GradientIsTheSameMask) {
   torch::manual_seed(3);
   const auto x = torch::randn({20, 300}).requires_grad_(true);
