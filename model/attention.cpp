@@ -21,6 +21,9 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
       torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
   // A row with every key masked is all -inf and softmaxes to NaN; it attends to nothing instead.
   const auto has_key = mask.any(-1, /*keepdim=*/true);  // [B|1, H|1, T|1, 1]
+  // Padding and causal masks leave every query a key; on the CPU, knowing so costs less than the
+  // fill and its backward over every weight (on CUDA the check would wait for the device).
+  if (mask.is_cpu() && has_key.all().item<bool>()) return weights;
   return weights.masked_fill(has_key.logical_not(), 0.0);
 }
 

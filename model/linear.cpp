@@ -21,7 +21,10 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (prepared_.defined()) return prepared_.linear(x);
-  return torch::nn::functional::linear(x, weight, bias);
+  // ATen's linear, not the C++ frontend's: for a [B, T, in] input it is one addmm with the bias
+  // in the product, and under autocast the bias is cast with the weight. The frontend's matmul
+  // then += bias added a float bias to the bf16 output in a pass of its own.
+  return torch::linear(x, weight, bias);
 }
 
 torch::Tensor LinearImpl::forward_relu(const torch::Tensor& x) {
