@@ -2,9 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 
+#include "model/attention_softmax.h"
 #include "model/dropout.h"
 #include "model/parameter_init.h"
 #include "model/step_attention.h"
@@ -113,6 +115,12 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
     context = torch::matmul(apply_dropout(*weights, options.dropout(), is_training()), v);
   } else if (options.score() == AttentionScore::kScaledDot && fused) {
     context = fused_scaled_dot_attention(q, k, v, mask, is_training() ? options.dropout() : 0.0);
+  } else if (options.score() == AttentionScore::kScaledDot && fused_kernels() && is_training() &&
+             options.dropout() < 1.0 && attention_softmax_supported(q, mask)) {
+    // bf16 training on the CPU: the scale, mask, softmax and dropout in one pass each way.
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+    const auto scores = torch::matmul(q, k.transpose(-2, -1));  // [B, H, T, S]
+    context = torch::matmul(attention_softmax(scores, mask, scale, options.dropout(), true), v);
   } else {
     context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
   }

@@ -151,15 +151,18 @@ void fill_noise(torch::Tensor& noise, double p) {
 
 }  // namespace
 
+torch::Tensor dropout_noise(const torch::Tensor& like, double p) {
+  TORCH_CHECK(like.is_cpu() && p >= 0.0 && p < 1.0, "dropout_noise: a CPU tensor and 0 <= p < 1");
+  auto noise = torch::empty(like.sizes(), like.options().requires_grad(false));
+  torch::NoGradGuard no_grad;
+  fill_noise(noise, p);
+  return noise;
+}
+
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   if (!fused_kernels() || !x.is_cpu() || p >= 1.0) return torch::dropout(x, p, training);
-  auto noise = torch::empty(x.sizes(), x.options().requires_grad(false));
-  {
-    torch::NoGradGuard no_grad;
-    fill_noise(noise, p);
-  }
-  return x * noise;
+  return x * dropout_noise(x, p);
 }
 
 }  // namespace tfm

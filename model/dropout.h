@@ -14,4 +14,9 @@ namespace tfm {
 /// With --plain-kernels, and on CUDA, this is torch::dropout (LibTorch's random stream).
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
 
+/// The factors apply_dropout() multiplies a CPU tensor like `like` by under fused kernels: 0 with
+/// probability p, else 1 / (1 - p), in like's shape and dtype, from the same random stream. For
+/// kernels that apply dropout inside a fused pass. 0 <= p < 1.
+torch::Tensor dropout_noise(const torch::Tensor& like, double p);
+
 }  // namespace tfm
