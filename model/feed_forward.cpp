@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
-#include "model/dropout.h"
 #include "model/parameter_init.h"
+#include "model/relu_dropout.h"
 
 namespace tfm {
 
@@ -20,7 +20,8 @@ FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto hidden = apply_dropout(w1->forward_relu(x), options.relu_dropout(), is_training());  // [B, T, d_ff]
+  // [B, T, d_ff]; inference takes relu inside prepared products
+  const auto hidden = is_training() ? relu_dropout(w1(x), options.relu_dropout(), true) : w1->forward_relu(x);
   return w2(hidden);
 }
 
