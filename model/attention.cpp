@@ -119,8 +119,10 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
              options.dropout() < 1.0 && attention_softmax_supported(q, mask)) {
     // bf16 training on the CPU: the scale, mask, softmax and dropout in one pass each way.
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-    const auto scores = torch::matmul(q, k.transpose(-2, -1));  // [B, H, T, S]
-    context = torch::matmul(attention_softmax(scores, mask, scale, options.dropout(), true), v);
+    // q, k, v are head views of the projection [B, T, n, H, Dh]: one copy each into [B, H, T, Dh]
+    // keeps Dh innermost, where matmul's own reshape copied k^T element by element.
+    const auto scores = torch::matmul(q.contiguous(), k.contiguous().transpose(-2, -1));  // [B, H, T, S]
+    context = torch::matmul(attention_softmax(scores, mask, scale, options.dropout(), true), v.contiguous());
   } else {
     context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
   }
