@@ -6,9 +6,9 @@
 #include <torch/types.h>
 
 #include "model/attention.h"
-#include "model/dropout.h"
 #include "model/feed_forward.h"
 #include "model/model_config.h"
+#include "model/residual_dropout.h"
 
 namespace tfm {
 
@@ -17,9 +17,9 @@ template <typename Sublayer>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config, bool training,
                        Sublayer&& sublayer) {
   if (config.norm == NormPlacement::kPre) {
-    return x + apply_dropout(sublayer(norm(x)), config.dropout, training);
+    return residual_dropout(x, sublayer(norm(x)), config.dropout, training);
   }
-  return norm(x + apply_dropout(sublayer(x), config.dropout, training));
+  return norm(residual_dropout(x, sublayer(x), config.dropout, training));
 }
 
 /// §3.1: one encoder layer, self-attention then feed-forward.

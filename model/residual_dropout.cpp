@@ -1,0 +1,103 @@
+#include "model/residual_dropout.h"
+
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "model/dropout.h"
+#include "runtime/float_lanes.h"
+#include "runtime/kernels.h"
+#include "runtime/vector_clones.h"
+
+namespace tfm {
+namespace {
+
+using Half = c10::BFloat16;
+
+/// v rounded to bfloat16 and widened back, as a bfloat16 op's result is before a float op reads it.
+template <typename Lanes>
+TFM_ALWAYS_INLINE Lanes rounded(Lanes v) {
+  Half held[kVectorLanes];
+  store_lanes(held, v);
+  return load_lanes<Lanes>(held);
+}
+
+/// out[i] = x[i] + bf16(sub[i] * noise[i]); i in [begin, end).
+template <typename Lanes>
+TFM_ALWAYS_INLINE void forward_range(const float* x, const Half* sub, const Half* noise, float* out, int64_t begin,
+                                     int64_t end) {
+  int64_t i = begin;
+  for (; i + kVectorLanes <= end; i += kVectorLanes) {
+    store_lanes(out + i, load_lanes<Lanes>(x + i) + rounded(load_lanes<Lanes>(sub + i) * load_lanes<Lanes>(noise + i)));
+  }
+  for (; i < end; ++i) {
+    out[i] = x[i] + static_cast<float>(Half(static_cast<float>(sub[i]) * static_cast<float>(noise[i])));
+  }
+}
+
+/// grad_sub[i] = bf16(bf16(grad[i]) * noise[i]); i in [begin, end).
+template <typename Lanes>
+TFM_ALWAYS_INLINE void backward_range(const float* grad, const Half* noise, Half* grad_sub, int64_t begin,
+                                      int64_t end) {
+  int64_t i = begin;
+  for (; i + kVectorLanes <= end; i += kVectorLanes) {
+    store_lanes(grad_sub + i, rounded(load_lanes<Lanes>(grad + i)) * load_lanes<Lanes>(noise + i));
+  }
+  for (; i < end; ++i) {
+    grad_sub[i] = Half(static_cast<float>(Half(grad[i])) * static_cast<float>(noise[i]));
+  }
+}
+
+TFM_LANE_KERNEL((void residual_dropout_range(const float* x, const Half* sub, const Half* noise, float* out,
+                                             int64_t begin, int64_t end)),
+                forward_range<Lanes>(x, sub, noise, out, begin, end);)
+TFM_LANE_KERNEL((void residual_dropout_gradient_range(const float* grad, const Half* noise, Half* grad_sub,
+                                                      int64_t begin, int64_t end)),
+                backward_range<Lanes>(grad, noise, grad_sub, begin, end);)
+
+/// Elements per task, as LibTorch's element-wise kernels take.
+constexpr int64_t kGrain = 32768;
+
+class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
+ public:
+  /// x: float32, sub, noise: bfloat16, all contiguous and of one shape -> x + sub * noise, float32
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& sub,
+                               const torch::Tensor& noise) {
+    auto out = torch::empty_like(x);
+    const float* xs = x.data_ptr<float>();
+    const Half* ss = sub.data_ptr<Half>();
+    const Half* ns = noise.data_ptr<Half>();
+    float* os = out.data_ptr<float>();
+    at::parallel_for(0, x.numel(), kGrain,
+                     [&](int64_t begin, int64_t end) { residual_dropout_range(xs, ss, ns, os, begin, end); });
+    ctx->save_for_backward({noise});
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto noise = ctx->get_saved_variables()[0];
+    const auto grad = grad_outputs[0].to(torch::kFloat32).contiguous();
+    auto grad_sub = torch::empty_like(noise);
+    const float* gs = grad.data_ptr<float>();
+    const Half* ns = noise.data_ptr<Half>();
+    Half* out = grad_sub.data_ptr<Half>();
+    at::parallel_for(0, grad.numel(), kGrain,
+                     [&](int64_t begin, int64_t end) { residual_dropout_gradient_range(gs, ns, out, begin, end); });
+    return {grad_outputs[0], grad_sub, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor residual_dropout(const torch::Tensor& x, const torch::Tensor& sublayer, double p, bool training) {
+  const bool fused = fused_kernels() && training && p > 0.0 && p < 1.0 && x.is_cpu() && sublayer.is_cpu() &&
+                     x.scalar_type() == torch::kFloat32 && sublayer.scalar_type() == torch::kBFloat16 &&
+                     x.sizes() == sublayer.sizes();
+  if (!fused) return x + apply_dropout(sublayer, p, training);
+  const auto sub = sublayer.contiguous();
+  return ResidualDropout::apply(x.contiguous(), sub, dropout_noise(sub, p));
+}
+
+}  // namespace tfm
