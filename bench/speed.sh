@@ -15,7 +15,8 @@
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
-#   UPDATES 0 skips training; DECODING=0 in the environment skips decoding)
+#   UPDATES 0 skips training; DECODING=0 in the environment skips decoding; TRAIN_ROUNDS, default 3,
+#   interleaved rounds of training per engine, of which each engine's median is reported)
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL PREPARED_DIR [UPDATES]}
 model=${2:?model file}
@@ -53,30 +54,37 @@ PY
 ) | tee "$out/sgemm"
 
 if [ "$updates" -gt 0 ]; then
+rounds=${TRAIN_ROUNDS:-3}
 echo
 echo "== training: small preset, $updates updates of --max-tokens 4096 (same batches); GFLOP/s: the reference's"
-echo "   exact matmul count over each engine's time, against the machine's rate for that dtype"
-printf '%-28s %10s %12s %8s %10s %10s\n' engine seconds tokens/s ratio GFLOP/s of_peak
+echo "   exact matmul count over each engine's time, against the machine's rate for that dtype;"
+echo "   $rounds rounds, reference and tfm in turn, each engine's median round (TRAIN_ROUNDS)"
+printf '%-28s %10s %12s %8s %10s %10s   %s\n' engine seconds tokens/s ratio GFLOP/s of_peak rounds
 dtypes=(float32); [ "$bf16_native" = 1 ] && dtypes+=(bfloat16)
+# The median of "seconds tokens/s" lines by tokens/s.
+median_round() { sort -k2 -n | sed -n "$(( (rounds + 1) / 2 ))p"; }
 for dtype in "${dtypes[@]}"; do
   peak=$(grep -E "^$( [ "$dtype" = float32 ] && echo sgemm || echo 'bf16 gemm'):" "$out/sgemm" | grep -oE '[0-9.]+' | tail -1)
-  "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
-    --log-interval "$updates" --threads "$threads" --dtype "$dtype" > "$out/ref_train.log" 2>&1
-  summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
-  ref_tps=$(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1)
-  ref_s=$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2)
-  ref_gflops=$(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)
+  : > "$out/ref_rounds"; : > "$out/tfm_rounds"
+  for _ in $(seq "$rounds"); do
+    "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
+      --log-interval "$updates" --threads "$threads" --dtype "$dtype" > "$out/ref_train.log" 2>&1
+    summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
+    echo "$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2) $(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1) $(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)" >> "$out/ref_rounds"
+    rm -rf "$out/train-$dtype"
+    "$tfm" --threads "$threads" train --train-src "$prepared" --save-dir "$out/train-$dtype" --preset small \
+      --dtype "$dtype" --max-tokens 4096 --max-updates "$updates" --log-interval "$updates" --keep-last 0 \
+      --valid-max-sentences 1 \
+      > /dev/null 2> "$out/train-$dtype.log"
+    "$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], round(r["tokens_per_s"]))' "$out/train-$dtype/metrics.jsonl" >> "$out/tfm_rounds"
+  done
+  read -r ref_s ref_tps ref_gflops < <(median_round < "$out/ref_rounds")
+  read -r seconds tps < <(median_round < "$out/tfm_rounds")
   # Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
-  flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
-    "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $peak" | bc -l)"; }
-  flops_row "PyTorch reference $dtype" "$ref_s" "$ref_tps"
-  rm -rf "$out/train-$dtype"
-  "$tfm" --threads "$threads" train --train-src "$prepared" --save-dir "$out/train-$dtype" --preset small \
-    --dtype "$dtype" --max-tokens 4096 --max-updates "$updates" --log-interval "$updates" --keep-last 0 \
-    --valid-max-sentences 1 \
-    > /dev/null 2> "$out/train-$dtype.log"
-  read -r seconds tps < <("$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], r["tokens_per_s"])' "$out/train-$dtype/metrics.jsonl")
-  flops_row "tfm $dtype" "$seconds" "$tps"
+  flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%   %s\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
+    "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $peak" | bc -l)" "$4"; }
+  flops_row "PyTorch reference $dtype" "$ref_s" "$ref_tps" "$(cut -d' ' -f2 "$out/ref_rounds" | paste -sd' ')"
+  flops_row "tfm $dtype" "$seconds" "$tps" "$(cut -d' ' -f2 "$out/tfm_rounds" | paste -sd' ')"
 done
 fi
 
