@@ -15,7 +15,7 @@
 namespace tfm {
 namespace {
 
-using Half = c10::BFloat16;
+using BFloat16 = c10::BFloat16;
 
 /// Where a row's mask lies: row r = (b, h, t) of [B, H, T] reads mask + b * batch + h * head +
 /// t * time, one bool per key (strides 0 where the mask broadcasts).
@@ -30,21 +30,21 @@ struct MaskRows {
 
 /// The forward pass's tensors, [rows, width] each; noise and weights are null without dropout.
 struct ForwardRows {
-  const Half* scores;
+  const BFloat16* scores;
   MaskRows mask;
-  const Half* noise;
-  Half* probs;
-  Half* weights;
+  const BFloat16* noise;
+  BFloat16* probs;
+  BFloat16* weights;
   int64_t width;
   float scale;
 };
 
 /// The backward pass's: d weights, the saved probabilities and noise -> d scores.
 struct BackwardRows {
-  const Half* grad;
-  const Half* probs;
-  const Half* noise;
-  Half* grad_scores;
+  const BFloat16* grad;
+  const BFloat16* probs;
+  const BFloat16* noise;
+  BFloat16* grad_scores;
   int64_t width;
   float scale;
 };
@@ -55,17 +55,17 @@ template <typename Lanes>
 TFM_ALWAYS_INLINE void softmax_rows(const ForwardRows& v, int64_t begin, int64_t end, float* buffer) {
   const int64_t width = v.width;
   for (int64_t r = begin; r < end; ++r) {
-    const Half* scores = v.scores + r * width;
+    const BFloat16* scores = v.scores + r * width;
     const bool* keep = v.mask.row(r);
     for (int64_t j = 0; j < width; ++j) {
       buffer[j] = (keep == nullptr || keep[j]) ? static_cast<float>(scores[j]) * v.scale : kRowNegInf;
     }
     const float max = row_max<Lanes>(buffer, width);
-    Half* probs = v.probs + r * width;
-    Half* weights = v.weights == nullptr ? nullptr : v.weights + r * width;
+    BFloat16* probs = v.probs + r * width;
+    BFloat16* weights = v.weights == nullptr ? nullptr : v.weights + r * width;
     if (max == kRowNegInf) {
-      std::fill(probs, probs + width, Half(0.0F));
-      if (weights != nullptr) std::fill(weights, weights + width, Half(0.0F));
+      std::fill(probs, probs + width, BFloat16(0.0F));
+      if (weights != nullptr) std::fill(weights, weights + width, BFloat16(0.0F));
       continue;
     }
     Lanes sums{};
@@ -85,8 +85,8 @@ TFM_ALWAYS_INLINE void softmax_rows(const ForwardRows& v, int64_t begin, int64_t
     }
     for (; j < width; ++j) {
       const float p = buffer[j] * inverse;
-      probs[j] = Half(p);
-      if (weights != nullptr) weights[j] = Half(p * static_cast<float>(v.noise[r * width + j]));
+      probs[j] = BFloat16(p);
+      if (weights != nullptr) weights[j] = BFloat16(p * static_cast<float>(v.noise[r * width + j]));
     }
   }
 }
@@ -97,10 +97,10 @@ template <typename Lanes>
 TFM_ALWAYS_INLINE void softmax_gradient_rows(const BackwardRows& v, int64_t begin, int64_t end) {
   const int64_t width = v.width;
   for (int64_t r = begin; r < end; ++r) {
-    const Half* grad = v.grad + r * width;
-    const Half* probs = v.probs + r * width;
-    const Half* noise = v.noise == nullptr ? nullptr : v.noise + r * width;
-    Half* out = v.grad_scores + r * width;
+    const BFloat16* grad = v.grad + r * width;
+    const BFloat16* probs = v.probs + r * width;
+    const BFloat16* noise = v.noise == nullptr ? nullptr : v.noise + r * width;
+    BFloat16* out = v.grad_scores + r * width;
     Lanes dots{};
     int64_t j = 0;
     for (; j + kVectorLanes <= width; j += kVectorLanes) {
@@ -121,7 +121,7 @@ TFM_ALWAYS_INLINE void softmax_gradient_rows(const BackwardRows& v, int64_t begi
     }
     for (; j < width; ++j) {
       const float g = static_cast<float>(grad[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
-      out[j] = Half(static_cast<float>(probs[j]) * v.scale * (g - dot));
+      out[j] = BFloat16(static_cast<float>(probs[j]) * v.scale * (g - dot));
     }
   }
 }
@@ -164,11 +164,11 @@ class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
     const auto probs = torch::empty_like(scores, torch::MemoryFormat::Contiguous);
     const auto weights = noise.defined() ? torch::empty_like(probs) : probs;
     const int64_t width = scores.size(3);
-    const ForwardRows rows{scores.data_ptr<Half>(),
+    const ForwardRows rows{scores.data_ptr<BFloat16>(),
                            mask_rows(mask, scores, mask_holder),
-                           noise.defined() ? noise.data_ptr<Half>() : nullptr,
-                           probs.data_ptr<Half>(),
-                           noise.defined() ? weights.data_ptr<Half>() : nullptr,
+                           noise.defined() ? noise.data_ptr<BFloat16>() : nullptr,
+                           probs.data_ptr<BFloat16>(),
+                           noise.defined() ? weights.data_ptr<BFloat16>() : nullptr,
                            width,
                            static_cast<float>(scale)};
     at::parallel_for(0, scores.numel() / std::max<int64_t>(1, width), grain_of(width), [&](int64_t begin, int64_t end) {
@@ -188,10 +188,10 @@ class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
     const auto grad = grad_outputs[0].to(probs.scalar_type()).contiguous();
     auto grad_scores = torch::empty_like(probs);
     const int64_t width = probs.size(3);
-    const BackwardRows rows{grad.data_ptr<Half>(),
-                            probs.data_ptr<Half>(),
-                            noise.defined() ? noise.data_ptr<Half>() : nullptr,
-                            grad_scores.data_ptr<Half>(),
+    const BackwardRows rows{grad.data_ptr<BFloat16>(),
+                            probs.data_ptr<BFloat16>(),
+                            noise.defined() ? noise.data_ptr<BFloat16>() : nullptr,
+                            grad_scores.data_ptr<BFloat16>(),
                             width,
                             static_cast<float>(ctx->saved_data["scale"].toDouble())};
     at::parallel_for(0, probs.numel() / std::max<int64_t>(1, width), grain_of(width),

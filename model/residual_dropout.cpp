@@ -13,46 +13,46 @@
 namespace tfm {
 namespace {
 
-using Half = c10::BFloat16;
+using BFloat16 = c10::BFloat16;
 
 /// v rounded to bfloat16 and widened back, as a bfloat16 op's result is before a float op reads it.
 template <typename Lanes>
 TFM_ALWAYS_INLINE Lanes rounded(Lanes v) {
-  Half held[kVectorLanes];
+  BFloat16 held[kVectorLanes];
   store_lanes(held, v);
   return load_lanes<Lanes>(held);
 }
 
 /// out[i] = x[i] + bf16(sub[i] * noise[i]); i in [begin, end).
 template <typename Lanes>
-TFM_ALWAYS_INLINE void forward_range(const float* x, const Half* sub, const Half* noise, float* out, int64_t begin,
-                                     int64_t end) {
+TFM_ALWAYS_INLINE void forward_range(const float* x, const BFloat16* sub, const BFloat16* noise, float* out,
+                                     int64_t begin, int64_t end) {
   int64_t i = begin;
   for (; i + kVectorLanes <= end; i += kVectorLanes) {
     store_lanes(out + i, load_lanes<Lanes>(x + i) + rounded(load_lanes<Lanes>(sub + i) * load_lanes<Lanes>(noise + i)));
   }
   for (; i < end; ++i) {
-    out[i] = x[i] + static_cast<float>(Half(static_cast<float>(sub[i]) * static_cast<float>(noise[i])));
+    out[i] = x[i] + static_cast<float>(BFloat16(static_cast<float>(sub[i]) * static_cast<float>(noise[i])));
   }
 }
 
 /// grad_sub[i] = bf16(bf16(grad[i]) * noise[i]); i in [begin, end).
 template <typename Lanes>
-TFM_ALWAYS_INLINE void backward_range(const float* grad, const Half* noise, Half* grad_sub, int64_t begin,
+TFM_ALWAYS_INLINE void backward_range(const float* grad, const BFloat16* noise, BFloat16* grad_sub, int64_t begin,
                                       int64_t end) {
   int64_t i = begin;
   for (; i + kVectorLanes <= end; i += kVectorLanes) {
     store_lanes(grad_sub + i, rounded(load_lanes<Lanes>(grad + i)) * load_lanes<Lanes>(noise + i));
   }
   for (; i < end; ++i) {
-    grad_sub[i] = Half(static_cast<float>(Half(grad[i])) * static_cast<float>(noise[i]));
+    grad_sub[i] = BFloat16(static_cast<float>(BFloat16(grad[i])) * static_cast<float>(noise[i]));
   }
 }
 
-TFM_LANE_KERNEL((void residual_dropout_range(const float* x, const Half* sub, const Half* noise, float* out,
+TFM_LANE_KERNEL((void residual_dropout_range(const float* x, const BFloat16* sub, const BFloat16* noise, float* out,
                                              int64_t begin, int64_t end)),
                 forward_range<Lanes>(x, sub, noise, out, begin, end);)
-TFM_LANE_KERNEL((void residual_dropout_gradient_range(const float* grad, const Half* noise, Half* grad_sub,
+TFM_LANE_KERNEL((void residual_dropout_gradient_range(const float* grad, const BFloat16* noise, BFloat16* grad_sub,
                                                       int64_t begin, int64_t end)),
                 backward_range<Lanes>(grad, noise, grad_sub, begin, end);)
 
@@ -66,8 +66,8 @@ class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
                                const torch::Tensor& noise) {
     auto out = torch::empty_like(x);
     const float* xs = x.data_ptr<float>();
-    const Half* ss = sub.data_ptr<Half>();
-    const Half* ns = noise.data_ptr<Half>();
+    const BFloat16* ss = sub.data_ptr<BFloat16>();
+    const BFloat16* ns = noise.data_ptr<BFloat16>();
     float* os = out.data_ptr<float>();
     at::parallel_for(0, x.numel(), kGrain,
                      [&](int64_t begin, int64_t end) { residual_dropout_range(xs, ss, ns, os, begin, end); });
@@ -81,8 +81,8 @@ class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
     const auto grad = grad_outputs[0].to(torch::kFloat32).contiguous();
     auto grad_sub = torch::empty_like(noise);
     const float* gs = grad.data_ptr<float>();
-    const Half* ns = noise.data_ptr<Half>();
-    Half* out = grad_sub.data_ptr<Half>();
+    const BFloat16* ns = noise.data_ptr<BFloat16>();
+    BFloat16* out = grad_sub.data_ptr<BFloat16>();
     at::parallel_for(0, grad.numel(), kGrain,
                      [&](int64_t begin, int64_t end) { residual_dropout_gradient_range(gs, ns, out, begin, end); });
     return {grad_outputs[0], grad_sub, torch::Tensor()};
