@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <type_traits>
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -97,25 +96,17 @@ TFM_VECTOR_CLONES void mask_pairs_of(const uint32_t* draws, uint32_t threshold, 
   mask_pairs(draws, threshold, scale, out, pairs);
 }
 
-template <typename T>
-struct PairWord {};
-template <>
-struct PairWord<uint16_t> {
-  using type = AliasedU32;
-};
-template <>
-struct PairWord<uint32_t> {
-  using type = AliasedU64;
-};
-
 /// out[i] = scale where element i's 16 bits of its draw reach threshold, else 0; i in [0, count).
 template <typename T>
 void mask_of(const uint32_t* draws, uint32_t threshold, T scale, T* out, int64_t count) {
-  if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
-    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
-    Bits scale_bits;
-    std::memcpy(&scale_bits, &scale, sizeof(T));
-    mask_pairs_of(draws, threshold, scale_bits, reinterpret_cast<typename PairWord<Bits>::type*>(out), count / 2);
+  if constexpr (sizeof(T) == 2) {
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+    mask_pairs_of(draws, threshold, scale_bits, reinterpret_cast<AliasedU32*>(out), count / 2);
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t scale_bits;
+    std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+    mask_pairs_of(draws, threshold, scale_bits, reinterpret_cast<AliasedU64*>(out), count / 2);
   } else {
     for (int64_t i = 0; i + 1 < count; i += 2) {
       out[i] = (draws[i / 2] & 0xFFFFU) >= threshold ? scale : static_cast<T>(0.0F);
