@@ -72,6 +72,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"tokenize", "--tokenize"},
     {"train_src", "--train-src"},
     {"update_freq", "--update-freq"},
+    {"sub_batches", "--sub-batches"},
     {"valid_beam", "--valid-beam"},
     {"valid_src", "--valid-src"},
     {"valid_tgt", "--valid-tgt"},

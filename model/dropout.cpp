@@ -20,8 +20,9 @@ namespace {
 /// whichever thread fills which block.
 constexpr int64_t kBlock = 4096;
 
-uint64_t next_seed() {
-  auto generator = at::detail::getDefaultCPUGenerator();
+thread_local DropoutSeedScope* seed_scope = nullptr;
+
+uint64_t random64(at::Generator& generator) {
   std::lock_guard<std::mutex> lock(generator.mutex());
   return generator.get<at::CPUGeneratorImpl>()->random64();
 }
@@ -120,7 +121,7 @@ void mask_of(const uint32_t* draws, uint32_t threshold, T scale, T* out, int64_t
 
 /// noise[i] = 0 with probability p, else 1 / (1 - p), in noise's dtype.
 void fill_noise(torch::Tensor& noise, double p) {
-  const uint64_t seed = next_seed();
+  const uint64_t seed = next_dropout_seed();
   // Each 32-bit draw decides two elements, 16 bits each: drop where the half falls below
   // p * 2^16 (p to within 2^-17, and half the generator's work of one draw per element).
   const auto threshold = static_cast<uint32_t>(p * 65536.0 + 0.5);
@@ -154,6 +155,19 @@ torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   if (!fused_kernels() || !x.is_cpu() || p >= 1.0) return torch::dropout(x, p, training);
   return x * dropout_noise(x, p);
+}
+
+DropoutSeedScope::DropoutSeedScope(uint64_t seed)
+    : outer_(seed_scope), generator_(at::make_generator<at::CPUGeneratorImpl>(seed)) {
+  seed_scope = this;
+}
+
+DropoutSeedScope::~DropoutSeedScope() { seed_scope = outer_; }
+
+uint64_t next_dropout_seed() {
+  if (seed_scope != nullptr) return random64(seed_scope->generator_);
+  auto generator = at::detail::getDefaultCPUGenerator();
+  return random64(generator);
 }
 
 }  // namespace tfm

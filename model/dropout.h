@@ -1,4 +1,7 @@
 #pragma once
+#include <cstdint>
+
+#include <ATen/core/Generator.h>
 #include <torch/types.h>
 
 namespace tfm {
@@ -18,5 +21,26 @@ torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
 /// probability p, else 1 / (1 - p), in like's shape and dtype, from the same random stream. For
 /// kernels that apply dropout inside a fused pass. 0 <= p < 1.
 torch::Tensor dropout_noise(const torch::Tensor& like, double p);
+
+/// While one is alive, the fused dropout masks drawn on its thread take their seeds from a stream
+/// of their own, started from `seed`, instead of LibTorch's default generator. Threads that
+/// compute parts of one batch side by side then draw the same masks however their draws
+/// interleave in time. Scopes on one thread nest; each must end on the thread that began it.
+class DropoutSeedScope {
+ public:
+  explicit DropoutSeedScope(uint64_t seed);
+  ~DropoutSeedScope();
+  DropoutSeedScope(const DropoutSeedScope&) = delete;
+  DropoutSeedScope& operator=(const DropoutSeedScope&) = delete;
+
+ private:
+  DropoutSeedScope* outer_;
+  at::Generator generator_;
+  friend uint64_t next_dropout_seed();
+};
+
+/// The seed of the next fused dropout mask on this thread: from the innermost DropoutSeedScope,
+/// else from LibTorch's default CPU generator.
+uint64_t next_dropout_seed();
 
 }  // namespace tfm

@@ -7,6 +7,9 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <torch/utils.h>
 
 namespace tfm {
@@ -41,6 +44,19 @@ int configure_threads(int threads) {
   at::get_num_threads();
   torch::set_num_threads(wanted);
   return torch::get_num_threads();
+}
+
+int set_this_thread_team(int threads) {
+  // The first steps of configure_threads(), so that a later first parallel loop on this thread
+  // does not reset the count from the process-wide one.
+  at::internal::lazy_init_num_threads();
+  at::get_num_threads();
+#ifdef _OPENMP
+  omp_set_num_threads(std::max(1, threads));
+#else
+  (void)threads;
+#endif
+  return at::get_num_threads();
 }
 
 }  // namespace tfm

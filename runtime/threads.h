@@ -7,6 +7,12 @@ namespace tfm {
 /// Returns the count in force afterwards.
 int configure_threads(int threads);
 
+/// Sets the team size of the parallel regions the calling thread starts (LibTorch's intra-op
+/// loops and the products they call), leaving other threads, and the process-wide count new
+/// threads start from, as they are. Cheap enough to call per update. Returns the count in force
+/// on this thread afterwards, which stays unchanged in a build without OpenMP.
+int set_this_thread_team(int threads);
+
 /// The cores this process may use, shared evenly with the other processes of a multi-process
 /// run on this node (torchrun's LOCAL_WORLD_SIZE); at least 1.
 int default_threads();

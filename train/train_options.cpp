@@ -18,6 +18,7 @@ void validate(const TrainOptions& o) {
   require(o.vocab_size > 4, option_name("vocab_size") + " must exceed the 4 special tokens");
   validate(o.batching);  // --max-tokens, --max-sentences
   require(o.update_freq >= 1, option_name("update_freq") + " must be >= 1");
+  require(o.sub_batches >= 0, option_name("sub_batches") + " must be >= 0 (0 = auto)");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, option_name("label_smoothing") + " must be in [0, 1)");
   require(o.clip_norm >= 0, option_name("clip_norm") + " must be >= 0");
   require(o.max_epochs >= 0 && o.max_updates >= 0 && o.time_limit_minutes >= 0,
@@ -59,6 +60,7 @@ void to_json(nlohmann::json& json, const TrainOptions& o) {
           {"max_sentences", o.batching.max_sentences},
           {"seed", o.batching.seed},
           {"update_freq", o.update_freq},
+          {"sub_batches", o.sub_batches},
           {"lr_scheduler", o.lr.kind},
           {"lr_factor", o.lr.factor},
           {"lr", o.lr.peak_lr},

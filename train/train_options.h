@@ -20,6 +20,7 @@ struct TrainOptions {
   CleaningOptions cleaning;
   BatchingOptions batching;  // max_tokens per side per batch, seed
   int64_t update_freq = 1;   // batches accumulated per update
+  int64_t sub_batches = 0;   // parts of each batch computed side by side on CPU threads (0 = auto)
   // Optimisation (§5.3, §5.4)
   LrScheduleOptions lr;
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9;

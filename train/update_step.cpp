@@ -11,9 +11,11 @@
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/precision.h"
+#include "text/option_names.h"
 #include "text/special_ids.h"
 #include "train/fused_adam.h"
 #include "train/lr_schedule.h"
+#include "train/sub_batches.h"
 
 namespace tfm {
 namespace {
@@ -34,6 +36,13 @@ void set_learning_rate(torch::optim::Adam& optimizer, double lr) {
 UpdateStep::UpdateStep(Transformer model, torch::optim::Adam& optimizer, const TrainOptions& options,
                        const torch::Device& device, DistributedGroup* group)
     : model_(std::move(model)), optimizer_(optimizer), options_(options), device_(device), group_(group) {
+  const int threads = at::get_num_threads();
+  const int64_t parts = resolve_sub_batches(options_.sub_batches, device_.is_cpu(), threads);
+  if (parts >= 2) {
+    sub_batches_ = std::make_unique<SubBatches>(parts, threads);
+    spdlog::info("sub-batches: each batch as {} parts side by side on {} threads ({})", parts, threads,
+                 option_name("sub_batches"));
+  }
   if (!group_) return;
   buckets_ = std::make_unique<GradientBuckets>(model_->parameters());
   spdlog::info("data parallel: {} ranks ({}), gradients all-reduced in {} bucket(s), {} elements per update",
@@ -50,13 +59,13 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
     const LossSums sums = naming_batch_on_out_of_memory(
         [&] { return describe(batch); },
         [&] {
-          LossSums batch_sums;
-          {
+          const auto loss_of = [&](const Batch& part) {
             AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
-            const auto logits = model_->forward(batch.source.to(device_), batch.target_in.to(device_));
-            batch_sums =
-                label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
-          }
+            const auto logits = model_->forward(part.source.to(device_), part.target_in.to(device_));
+            return label_smoothed_cross_entropy(logits, part.target_out.to(device_), options_.label_smoothing, kPadId);
+          };
+          if (sub_batches_) return sub_batches_->run(batch, model_->parameters(), loss_of);
+          LossSums batch_sums = loss_of(batch);
           batch_sums.loss.backward();
           return batch_sums;
         });

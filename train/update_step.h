@@ -11,6 +11,7 @@
 #include "dist/distributed_group.h"
 #include "dist/gradient_buckets.h"
 #include "model/transformer.h"
+#include "train/sub_batches.h"
 #include "train/train_options.h"
 
 namespace tfm {
@@ -47,6 +48,7 @@ class UpdateStep {
   torch::Device device_;
   DistributedGroup* group_;
   std::unique_ptr<GradientBuckets> buckets_;  // with a group
+  std::unique_ptr<SubBatches> sub_batches_;   // with --sub-batches 2 or more (auto: on a CPU with 2+ threads)
 };
 
 }  // namespace tfm

@@ -8,6 +8,7 @@
 #include <ATen/core/PhiloxRNGEngine.h>
 
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "runtime/kernels.h"
@@ -58,6 +59,57 @@ TEST(Dropout, TheMaskDoesNotDependOnTheThreadCount) {
   const auto two = apply_dropout(x, 0.2, true);
   at::set_num_threads(threads);
   EXPECT_TRUE(torch::equal(one, two));
+}
+
+TEST(Dropout, ASeedScopeGivesItsThreadItsOwnStream) {
+  const auto x = torch::ones({8, 4096});
+  std::vector<torch::Tensor> alone;
+  {
+    const DropoutSeedScope scope(42);
+    alone = {apply_dropout(x, 0.3, true), apply_dropout(x, 0.3, true)};
+  }
+  EXPECT_FALSE(torch::equal(alone[0], alone[1]));  // a stream, not one seed over and over
+  // The same seed on another thread, while this one draws from the default generator between
+  // its draws: the same masks.
+  std::vector<torch::Tensor> beside;
+  torch::manual_seed(5);
+  std::thread other([&] {
+    const DropoutSeedScope scope(42);
+    beside.push_back(apply_dropout(x, 0.3, true));
+    beside.push_back(apply_dropout(x, 0.3, true));
+  });
+  for (int i = 0; i < 20; ++i) apply_dropout(x, 0.3, true);
+  other.join();
+  EXPECT_TRUE(torch::equal(beside[0], alone[0]));
+  EXPECT_TRUE(torch::equal(beside[1], alone[1]));
+  // A scope leaves the default generator where it was.
+  torch::manual_seed(6);
+  const auto expected = apply_dropout(x, 0.3, true);
+  torch::manual_seed(6);
+  {
+    const DropoutSeedScope scope(42);
+    apply_dropout(x, 0.3, true);
+  }
+  EXPECT_TRUE(torch::equal(apply_dropout(x, 0.3, true), expected));
+}
+
+TEST(Dropout, SeedScopesNest) {
+  const auto x = torch::ones({8, 4096});
+  torch::Tensor inner, outer_after;
+  {
+    const DropoutSeedScope scope(1);
+    const auto outer_first = apply_dropout(x, 0.3, true);
+    {
+      const DropoutSeedScope nested(2);
+      inner = apply_dropout(x, 0.3, true);
+    }
+    outer_after = apply_dropout(x, 0.3, true);
+  }
+  const DropoutSeedScope again(1);
+  apply_dropout(x, 0.3, true);
+  EXPECT_TRUE(torch::equal(apply_dropout(x, 0.3, true), outer_after));  // the inner scope drew from its own
+  const DropoutSeedScope two(2);
+  EXPECT_TRUE(torch::equal(apply_dropout(x, 0.3, true), inner));
 }
 
 TEST(Dropout, TheMaskIsLibTorchsPhiloxStream) {
