@@ -217,8 +217,8 @@ void add_data_options(CLI::App& cmd, TrainOptions& t) {
       ->group(group);
   cmd.add_option("--update-freq", t.update_freq, "Batches accumulated per update")->capture_default_str()->group(group);
   cmd.add_option("--sub-batches", t.sub_batches,
-                 "Parts of each batch computed side by side on the CPU threads, the update unchanged "
-                 "(0 = auto: 2 on a CPU with --threads 2 or more; 1 = off)")
+                 "CPU: parts of each batch computed side by side on the threads, the update unchanged "
+                 "(0 = auto: 2 with --threads 2 or more; 1 = off)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--seed", t.batching.seed, "Seed for initialisation, batch order and dropout")

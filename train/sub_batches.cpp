@@ -1,9 +1,9 @@
 #include "train/sub_batches.h"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include "data/batch_split.h"
@@ -15,8 +15,9 @@ namespace tfm {
 
 int64_t resolve_sub_batches(int64_t requested, bool cpu, int threads) {
   if (requested < 0) throw std::invalid_argument(option_name("sub_batches") + " must be >= 0 (0 = auto)");
+  if (!cpu) return 1;  // one device: its kernels are queued by one thread anyway
   if (requested >= 1) return requested;
-  return cpu && threads >= 2 ? 2 : 1;
+  return threads >= 2 ? 2 : 1;
 }
 
 SubBatches::SubBatches(int64_t parts, int threads) : parts_(parts), calling_team_(std::max(threads, 1)) {

@@ -12,8 +12,8 @@
 
 namespace tfm {
 
-/// How many sub-batches --sub-batches N asks for on `device` with `threads` intra-op threads:
-/// N itself when N >= 1; for 0 (auto), 2 on a CPU with two or more threads, else 1.
+/// How many sub-batches --sub-batches N gives with `threads` intra-op threads: on the CPU, N itself
+/// when N >= 1 and for 0 (auto) 2 with two or more threads, else 1; on any other device 1.
 int64_t resolve_sub_batches(int64_t requested, bool cpu, int threads);
 
 /// One batch's loss and gradients computed as `parts` sub-batches side by side on the CPU

@@ -91,6 +91,7 @@ TEST(SubBatches, AutoIsTwoOnACpuWithThreadsToShare) {
   EXPECT_EQ(resolve_sub_batches(0, true, 16), 2);
   EXPECT_EQ(resolve_sub_batches(0, true, 1), 1);
   EXPECT_EQ(resolve_sub_batches(0, /*cpu=*/false, 8), 1);
+  EXPECT_EQ(resolve_sub_batches(2, /*cpu=*/false, 8), 1);
   EXPECT_EQ(resolve_sub_batches(3, true, 1), 3);
   EXPECT_EQ(resolve_sub_batches(1, true, 8), 1);
   EXPECT_THROW(resolve_sub_batches(-1, true, 2), std::invalid_argument);
