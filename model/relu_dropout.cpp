@@ -53,8 +53,8 @@ TFM_LANE_KERNEL((void relu_dropout_gradient_range(const c10::BFloat16* grad, con
                                                   c10::BFloat16* grad_x, int64_t begin, int64_t end)),
                 backward_range<Lanes>(grad, out, scale, grad_x, begin, end);)
 
-/// Elements per task, as LibTorch's element-wise kernels take.
-constexpr int64_t kGrain = 32768;
+/// Elements per task: LibTorch's element-wise kernels' grain.
+constexpr int64_t kGrain = at::internal::GRAIN_SIZE;
 
 template <typename T>
 void forward_all(const torch::Tensor& x, const torch::Tensor& noise, torch::Tensor& out) {

@@ -56,8 +56,8 @@ TFM_LANE_KERNEL((void residual_dropout_gradient_range(const float* grad, const B
                                                       int64_t begin, int64_t end)),
                 backward_range<Lanes>(grad, noise, grad_sub, begin, end);)
 
-/// Elements per task, as LibTorch's element-wise kernels take.
-constexpr int64_t kGrain = 32768;
+/// Elements per task: LibTorch's element-wise kernels' grain.
+constexpr int64_t kGrain = at::internal::GRAIN_SIZE;
 
 class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
  public:

@@ -34,23 +34,28 @@ int default_threads() {
   return std::max(1, available_cores() / local_processes);
 }
 
-int configure_threads(int threads) {
-  const int wanted = threads > 0 ? threads : default_threads();
-  // A thread's first parallel loop sets its OpenMP count from the process-wide one that the last
-  // set_num_threads on any thread left, once per library that inlines at::parallel_for (this
-  // binary and LibTorch each keep their own flag). Taking both first steps now keeps the count set
-  // here: else a one-thread `tfm serve` helper could later take two and form a second team.
+namespace {
+
+/// A thread's first parallel loop sets its OpenMP count from the process-wide one that the last
+/// set_num_threads on any thread left, once per library that inlines at::parallel_for (this
+/// binary and LibTorch each keep their own flag). Taking both first steps before setting a count
+/// keeps it: else a one-thread `tfm serve` helper could later take two and form a second team.
+void take_first_parallel_steps() {
   at::internal::lazy_init_num_threads();
   at::get_num_threads();
+}
+
+}  // namespace
+
+int configure_threads(int threads) {
+  const int wanted = threads > 0 ? threads : default_threads();
+  take_first_parallel_steps();
   torch::set_num_threads(wanted);
   return torch::get_num_threads();
 }
 
 int set_this_thread_team(int threads) {
-  // The first steps of configure_threads(), so that a later first parallel loop on this thread
-  // does not reset the count from the process-wide one.
-  at::internal::lazy_init_num_threads();
-  at::get_num_threads();
+  take_first_parallel_steps();
 #ifdef _OPENMP
   omp_set_num_threads(std::max(1, threads));
 #else
