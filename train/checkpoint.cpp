@@ -1,11 +1,12 @@
 #include "train/checkpoint.h"
 
-#include <algorithm>
-#include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
+
+#include "runtime/random_states.h"
 
 namespace tfm {
 namespace {
@@ -35,43 +36,20 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive) {
   return p;
 }
 
-torch::Tensor cpu_rng_state() {
-  auto generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get_state();
-}
-
-void set_cpu_rng_state(const torch::Tensor& state) {
-  auto generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
-
 /// Dropout on CUDA draws from each device's generator: its state goes into the checkpoint too,
 /// so that a resumed run continues the same random stream (one entry per device; none on CPU).
-void write_cuda_rng_states(torch::serialize::OutputArchive& trainer) {
-  const int64_t devices = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
-  trainer.write("cuda_rng_devices", c10::IValue(devices));
-  for (int64_t i = 0; i < devices; ++i) {
-    auto generator =
-        at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    trainer.write("cuda_rng_state_" + std::to_string(i), generator.get_state());
-  }
+void write_cuda_random_states(torch::serialize::OutputArchive& trainer) {
+  const auto states = cuda_random_states();
+  trainer.write("cuda_rng_devices", c10::IValue(static_cast<int64_t>(states.size())));
+  for (size_t i = 0; i < states.size(); ++i) trainer.write("cuda_rng_state_" + std::to_string(i), states[i]);
 }
 
-void restore_cuda_rng_states(torch::serialize::InputArchive& trainer) {
+void restore_cuda_random_states(torch::serialize::InputArchive& trainer) {
   c10::IValue saved;
   if (!trainer.try_read("cuda_rng_devices", saved)) return;  // written on a CPU-only build of old
-  const int64_t here = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
-  for (int64_t i = 0; i < std::min(saved.toInt(), here); ++i) {
-    torch::Tensor state;
-    trainer.read("cuda_rng_state_" + std::to_string(i), state);
-    auto generator =
-        at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(state.to(torch::kCPU));
-  }
+  std::vector<torch::Tensor> states(static_cast<size_t>(saved.toInt()));
+  for (size_t i = 0; i < states.size(); ++i) trainer.read("cuda_rng_state_" + std::to_string(i), states[i]);
+  set_cuda_random_states(states);
 }
 
 }  // namespace
@@ -86,8 +64,8 @@ void save_checkpoint(const std::string& path, Transformer& model, const std::str
   torch::serialize::OutputArchive optimizer_state;
   optimizer.save(optimizer_state);
   trainer.write("optimizer", optimizer_state);
-  trainer.write("cpu_rng_state", cpu_rng_state());
-  write_cuda_rng_states(trainer);
+  trainer.write("cpu_rng_state", cpu_random_state());
+  write_cuda_random_states(trainer);
   trainer.write("train_options", c10::IValue(train_options.dump()));
   archive.write("trainer", trainer);
   save_archive(archive, path);
@@ -135,8 +113,8 @@ TrainingProgress restore_training_state(const std::string& path, torch::optim::A
     optimizer.load(optimizer_state);
     torch::Tensor rng;
     trainer.read("cpu_rng_state", rng);
-    set_cpu_rng_state(rng.to(torch::kCPU));
-    restore_cuda_rng_states(trainer);
+    set_cpu_random_state(rng);
+    restore_cuda_random_states(trainer);
     return progress;
   } catch (const c10::Error& error) {
     const std::string message = error.what_without_backtrace();

@@ -13,6 +13,7 @@
 #include "model/model_file.h"
 #include "runtime/allocator.h"
 #include "runtime/precision.h"
+#include "runtime/random_states.h"
 #include "text/option_names.h"
 #include "train/replicas.h"
 #include "train/update_share.h"
@@ -97,6 +98,7 @@ double Trainer::elapsed_seconds() const { return elapsed_at_start_ + now_seconds
 
 ValidationResult Trainer::validate_model() {
   if (!data_.valid) return {};
+  const KeepRandomStates training_stream;  // validating or not, training draws the same masks
   return validator_->run(model_, *data_.valid);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <memory>
 
 #include "data/batching.h"
 #include "model/model_file.h"
@@ -270,6 +271,39 @@ void train_validating(ToyTask& task) {
 /// Batches in the first epoch of `task`'s training pairs.
 int64_t first_epoch_batches(const ToyTask& task) {
   return static_cast<int64_t>(make_batches(task.data.train[0], task.options.batching, 1).size());
+}
+
+TEST(Trainer, ExtendingARunStoppedAfterValidatingContinuesExactly) {
+  // A run stopped by --max-updates validates before its last save; the straight run does not
+  // validate there. Validation draws from the default generator (the translator's model starts
+  // from random weights), which must not change the dropout masks of the updates that follow.
+  auto validated_task = [] {
+    auto task = std::make_unique<ToyTask>();
+    task->data.valid = task->data.train.front();
+    task->options.validate_every = 1000;
+    return task;
+  };
+  auto straight_task = validated_task();
+  straight_task->options.max_updates = 8;
+  {
+    Trainer straight(straight_task->options, straight_task->config, straight_task->data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    straight.run(interrupted);
+  }
+  auto split_task = validated_task();
+  split_task->options.max_updates = 4;
+  {
+    Trainer first_half(split_task->options, split_task->config, split_task->data, torch::kCPU);
+    std::atomic<bool> interrupted{false};
+    first_half.run(interrupted);
+  }
+  ASSERT_EQ(validated_updates(split_task->options.save_dir), (std::vector<int64_t>{4}));
+  split_task->options.max_updates = 8;
+  Trainer second_half(split_task->options, split_task->config, split_task->data, torch::kCPU);
+  std::atomic<bool> interrupted{false};
+  second_half.run(interrupted);
+
+  expect_same_parameters(straight_task->options.save_dir, split_task->options.save_dir);
 }
 
 TEST(Trainer, ValidateEveryKeepsItsOwnIntervalAndTheLastCheckpointIsValidated) {
