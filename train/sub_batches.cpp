@@ -20,7 +20,19 @@ int64_t resolve_sub_batches(int64_t requested, bool cpu, int threads) {
   return threads >= 2 ? 2 : 1;
 }
 
-SubBatches::SubBatches(int64_t parts, int threads) : parts_(parts), calling_team_(std::max(threads, 1)) {
+TokenCosts token_costs(const ModelConfig& config) {
+  const auto d = static_cast<double>(config.d_model);
+  const double feed_forward = 2 * d * static_cast<double>(config.d_ff);
+  const auto encoder_layers = static_cast<double>(config.encoder_layers);
+  const auto decoder_layers = static_cast<double>(config.decoder_layers);
+  TokenCosts costs;
+  costs.source = encoder_layers * (4 * d * d + feed_forward) + decoder_layers * 2 * d * d;
+  costs.target = decoder_layers * (6 * d * d + feed_forward) + d * static_cast<double>(config.vocab_size);
+  return costs;
+}
+
+SubBatches::SubBatches(int64_t parts, int threads, const TokenCosts& costs)
+    : parts_(parts), costs_(costs), calling_team_(std::max(threads, 1)) {
   if (parts < 2) throw std::invalid_argument("SubBatches: two parts or more");
   for (int64_t p = 0; p < parts; ++p) {
     const int64_t share = threads / parts + (p < threads % parts ? 1 : 0);
@@ -33,7 +45,7 @@ SubBatches::~SubBatches() = default;
 
 LossSums SubBatches::run(const Batch& batch, const std::vector<torch::Tensor>& parameters,
                          const std::function<LossSums(const Batch&)>& loss_of) {
-  const std::vector<Batch> split = split_batch(batch, parts_);
+  const std::vector<Batch> split = split_batch(batch, parts_, costs_);
   const auto count = static_cast<int64_t>(split.size());
   std::vector<uint64_t> seeds(count);
   for (auto& seed : seeds) seed = next_dropout_seed();

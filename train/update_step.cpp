@@ -39,7 +39,7 @@ UpdateStep::UpdateStep(Transformer model, torch::optim::Adam& optimizer, const T
   const int threads = at::get_num_threads();
   const int64_t parts = resolve_sub_batches(options_.sub_batches, device_.is_cpu(), threads);
   if (parts >= 2) {
-    sub_batches_ = std::make_unique<SubBatches>(parts, threads);
+    sub_batches_ = std::make_unique<SubBatches>(parts, threads, token_costs(model_->config()));
     spdlog::info("sub-batches: each batch as {} parts side by side on {} threads ({})", parts, threads,
                  option_name("sub_batches"));
   }

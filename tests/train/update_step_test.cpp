@@ -86,6 +86,17 @@ TEST(UpdateStep, SubBatchesRepeatBitForBitWithDropout) {
   }
 }
 
+TEST(SubBatches, TokenCostsCountALayersMultiplyAddsPerPosition) {
+  ModelConfig base;  // d_model 512, d_ff 2048, 6 + 6 layers
+  base.vocab_size = 8000;
+  const TokenCosts costs = token_costs(base);
+  // Encoder layer: q, k, v, output projections and two feed-forward products; the decoder's
+  // cross-attention keys and values are computed once per source position.
+  EXPECT_DOUBLE_EQ(costs.source, 6.0 * (4 * 512 * 512 + 2 * 512 * 2048) + 6.0 * 2 * 512 * 512);
+  // Decoder layer: self-attention's four, cross-attention's query and output, the feed-forward.
+  EXPECT_DOUBLE_EQ(costs.target, 6.0 * (6 * 512 * 512 + 2 * 512 * 2048) + 512.0 * 8000);
+}
+
 TEST(SubBatches, AutoIsTwoOnACpuWithThreadsToShare) {
   EXPECT_EQ(resolve_sub_batches(0, /*cpu=*/true, 2), 2);
   EXPECT_EQ(resolve_sub_batches(0, true, 16), 2);
