@@ -158,15 +158,36 @@ torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, cons
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
                                               torch::Tensor* weights) {
   TORCH_CHECK(options.self_attention(), "cross-attention needs a memory argument");
-  const auto [q, k, v] = project_qkv(x);
-  return attend_heads(q, k, v, mask, weights);
+  const int64_t d = options.d_model();
+  return attend_projections(in_proj(x), torch::Tensor(), {0, d, 2 * d}, mask, weights);
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
                                               const torch::Tensor& mask, torch::Tensor* weights) {
   TORCH_CHECK(!options.self_attention(), "self-attention takes no memory argument");
-  const auto [k, v] = project_kv(memory);
-  return attend_heads(project_q(x), k, v, mask, weights);
+  const auto keys_values = kv_proj(memory);
+  return attend_projections(q_proj(x), keys_values, {0, 0, options.d_model()}, mask, weights);
+}
+
+torch::Tensor MultiHeadAttentionImpl::attend_projections(const torch::Tensor& queries, const torch::Tensor& memory,
+                                                         HeadColumns columns, const torch::Tensor& mask,
+                                                         torch::Tensor* weights) {
+  // Self-attention passes no memory: q, k and v are columns of one projection.
+  const torch::Tensor& keys_values = memory.defined() ? memory : queries;
+  const int64_t heads = options.heads();
+  const int64_t head_dim = options.d_model() / heads;
+  if (weights == nullptr && options.score() == AttentionScore::kScaledDot && fused_kernels() && is_training() &&
+      options.dropout() < 1.0 && head_attention_supported(queries, keys_values, head_dim, mask)) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    return out_proj(
+        head_attention(queries, keys_values, columns, heads, head_dim, mask, scale, options.dropout(), true));
+  }
+  if (!memory.defined()) {
+    const auto parts = split_heads(queries, 3);
+    return attend_heads(parts[0], parts[1], parts[2], mask, weights);
+  }
+  const auto parts = split_heads(memory, 2);
+  return attend_heads(split_heads(queries, 1)[0], parts[0], parts[1], mask, weights);
 }
 
 }  // namespace tfm

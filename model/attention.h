@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "model/attention_score.h"
+#include "model/head_attention.h"
 #include "model/linear.h"
 #include "model/model_config.h"
 
@@ -85,6 +86,11 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  private:
   /// [B, T, n*D] -> n tensors of [B, H, T, Dh]
   std::vector<torch::Tensor> split_heads(const torch::Tensor& projected, int64_t n) const;
+  /// Attention over the projections queries [B, T, nq*D] and memory [B, S, nk*D] (q, k, v at
+  /// `columns`), then W^O: through head_attention() in bf16 training on the CPU, else through
+  /// split_heads() and attend_heads().
+  torch::Tensor attend_projections(const torch::Tensor& queries, const torch::Tensor& memory, HeadColumns columns,
+                                   const torch::Tensor& mask, torch::Tensor* weights);
 };
 TORCH_MODULE(MultiHeadAttention);
 

@@ -7,26 +7,14 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/attention_rows.h"
 #include "model/dropout.h"
-#include "model/row_reductions.h"
-#include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
 
 using BFloat16 = c10::BFloat16;
-
-/// Where a row's mask lies: row r = (b, h, t) of [B, H, T] reads mask + b * batch + h * head +
-/// t * time, one bool per key (strides 0 where the mask broadcasts).
-struct MaskRows {
-  const bool* mask = nullptr;  // none: every key kept
-  int64_t heads = 1, time = 1, batch = 0, head = 0, step = 0;
-  const bool* row(int64_t r) const {
-    if (mask == nullptr) return nullptr;
-    return mask + (r / (heads * time)) * batch + ((r / time) % heads) * head + (r % time) * step;
-  }
-};
 
 /// The forward pass's tensors, [rows, width] each; noise and weights are null without dropout.
 struct ForwardRows {
@@ -60,69 +48,19 @@ TFM_ALWAYS_INLINE void softmax_rows(const ForwardRows& v, int64_t begin, int64_t
     for (int64_t j = 0; j < width; ++j) {
       buffer[j] = (keep == nullptr || keep[j]) ? static_cast<float>(scores[j]) * v.scale : kRowNegInf;
     }
-    const float max = row_max<Lanes>(buffer, width);
-    BFloat16* probs = v.probs + r * width;
-    BFloat16* weights = v.weights == nullptr ? nullptr : v.weights + r * width;
-    if (max == kRowNegInf) {
-      std::fill(probs, probs + width, BFloat16(0.0F));
-      if (weights != nullptr) std::fill(weights, weights + width, BFloat16(0.0F));
-      continue;
-    }
-    Lanes sums{};
-    int64_t j = 0;
-    for (; j + kVectorLanes <= width; j += kVectorLanes) {
-      const Lanes e = exp_nonpositive(load_lanes<Lanes>(buffer + j) - max);
-      store_lanes(buffer + j, e);
-      sums += e;
-    }
-    float first = sums[0];
-    for (; j < width; ++j) first += buffer[j] = exp_nonpositive(buffer[j] - max);
-    const float inverse = 1.0F / sum_in_lane_order(sums, first);
-    for (j = 0; j + kVectorLanes <= width; j += kVectorLanes) {
-      const Lanes p = load_lanes<Lanes>(buffer + j) * inverse;
-      store_lanes(probs + j, p);
-      if (weights != nullptr) store_lanes(weights + j, p * load_lanes<Lanes>(v.noise + r * width + j));
-    }
-    for (; j < width; ++j) {
-      const float p = buffer[j] * inverse;
-      probs[j] = BFloat16(p);
-      if (weights != nullptr) weights[j] = BFloat16(p * static_cast<float>(v.noise[r * width + j]));
-    }
+    softmax_row<Lanes>(buffer, width, v.probs + r * width, v.noise == nullptr ? nullptr : v.noise + r * width,
+                       v.weights == nullptr ? nullptr : v.weights + r * width);
   }
 }
 
-/// Rows [begin, end): with g = grad * noise (the gradient reaching the probabilities),
-/// grad_scores = scale * probs * (g - sum_j g_j probs_j): the softmax's backward, through the scale.
+/// Rows [begin, end): the softmax's backward (softmax_gradient_row).
 template <typename Lanes>
 TFM_ALWAYS_INLINE void softmax_gradient_rows(const BackwardRows& v, int64_t begin, int64_t end) {
   const int64_t width = v.width;
   for (int64_t r = begin; r < end; ++r) {
-    const BFloat16* grad = v.grad + r * width;
-    const BFloat16* probs = v.probs + r * width;
-    const BFloat16* noise = v.noise == nullptr ? nullptr : v.noise + r * width;
-    BFloat16* out = v.grad_scores + r * width;
-    Lanes dots{};
-    int64_t j = 0;
-    for (; j + kVectorLanes <= width; j += kVectorLanes) {
-      Lanes g = load_lanes<Lanes>(grad + j);
-      if (noise != nullptr) g = g * load_lanes<Lanes>(noise + j);
-      dots += g * load_lanes<Lanes>(probs + j);
-    }
-    float first = dots[0];
-    for (; j < width; ++j) {
-      const float g = static_cast<float>(grad[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
-      first += g * static_cast<float>(probs[j]);
-    }
-    const float dot = sum_in_lane_order(dots, first);
-    for (j = 0; j + kVectorLanes <= width; j += kVectorLanes) {
-      Lanes g = load_lanes<Lanes>(grad + j);
-      if (noise != nullptr) g = g * load_lanes<Lanes>(noise + j);
-      store_lanes(out + j, (load_lanes<Lanes>(probs + j) * v.scale) * (g - dot));
-    }
-    for (; j < width; ++j) {
-      const float g = static_cast<float>(grad[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
-      out[j] = BFloat16(static_cast<float>(probs[j]) * v.scale * (g - dot));
-    }
+    softmax_gradient_row<Lanes>(v.grad + r * width, v.probs + r * width,
+                                v.noise == nullptr ? nullptr : v.noise + r * width, width, v.scale,
+                                v.grad_scores + r * width);
   }
 }
 
@@ -139,20 +77,6 @@ torch::Tensor or_empty(const torch::Tensor& x, torch::ScalarType dtype) {
   return x.defined() ? x : torch::empty({0}, torch::TensorOptions(dtype));
 }
 
-MaskRows mask_rows(const torch::Tensor& mask, const torch::Tensor& scores, torch::Tensor& holder) {
-  MaskRows rows;
-  if (mask.numel() == 0) return rows;
-  holder = mask.expand(scores.sizes());
-  if (holder.stride(3) != 1) holder = holder.contiguous();
-  rows.mask = holder.data_ptr<bool>();
-  rows.heads = scores.size(1);
-  rows.time = scores.size(2);
-  rows.batch = holder.stride(0);
-  rows.head = holder.stride(1);
-  rows.step = holder.stride(2);
-  return rows;
-}
-
 class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
  public:
   /// scores: [B, H, T, S] contiguous, mask: as attention_softmax() or empty, noise: like scores or
@@ -165,7 +89,7 @@ class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
     const auto weights = noise.defined() ? torch::empty_like(probs) : probs;
     const int64_t width = scores.size(3);
     const ForwardRows rows{scores.data_ptr<BFloat16>(),
-                           mask_rows(mask, scores, mask_holder),
+                           mask_rows(mask, scores.sizes(), mask_holder),
                            noise.defined() ? noise.data_ptr<BFloat16>() : nullptr,
                            probs.data_ptr<BFloat16>(),
                            noise.defined() ? weights.data_ptr<BFloat16>() : nullptr,
