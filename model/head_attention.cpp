@@ -59,12 +59,6 @@ struct BackwardArgs {
   Rows<BFloat16> grad_queries, grad_memory;
 };
 
-/// out[0, width) = from[0, width) as floats; width a multiple of kVectorLanes.
-template <typename Lanes>
-TFM_ALWAYS_INLINE void widen(const BFloat16* from, int64_t width, float* out) {
-  for (int64_t d = 0; d < width; d += kVectorLanes) store_lanes(out + d, load_lanes<Lanes>(from + d));
-}
-
 /// Rows 0..count-1 of sentence b's heads at `column` (H * Dh elements each), read once, in order:
 /// as floats [count, H * Dh] into `rows`, and/or transposed into `transposed` [H * Dh, padded]
 /// (head h's [Dh, padded] at h * Dh * padded) with zeros in columns count..padded-1.
