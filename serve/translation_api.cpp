@@ -40,6 +40,14 @@ std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t la
                                                          const std::vector<std::string>& sentences, bool alignment,
                                                          std::chrono::steady_clock::time_point arrived,
                                                          std::optional<BatchingQueue::Arrival>& arrival) {
+  const auto deadline = arrived + limits_.request_timeout;
+  auto timed_out = [&] {
+    return ApiError(504, "not translated within the server's request timeout (" +
+                             std::to_string(limits_.request_timeout.count()) + " ms)");
+  };
+  // A request already past its deadline (a timeout below a millisecond rounds to 0) is answered
+  // without decoding it, whatever the worker's speed.
+  if (std::chrono::steady_clock::now() >= deadline) throw timed_out();
   const Tokenizer& tokenizer = models_.model(model).translator->tokenizer();
   DecodeJob job{lane, {}, alignment};
   for (const auto& sentence : sentences) job.sources.push_back(tokenizer.encode(sentence));
@@ -50,10 +58,7 @@ std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t la
     throw ApiError(503, std::string(full.what()) + "; try again shortly", 1);
   }
   arrival.reset();
-  if (!pending->wait_until(arrived + limits_.request_timeout)) {
-    throw ApiError(504, "not translated within the server's request timeout (" +
-                            std::to_string(limits_.request_timeout.count()) + " ms)");
-  }
+  if (!pending->wait_until(deadline)) throw timed_out();
   if (pending->error()) std::rethrow_exception(pending->error());
   std::vector<Decoded> out;
   for (auto& result : pending->results()) {
