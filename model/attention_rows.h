@@ -15,6 +15,11 @@
 
 namespace tfm {
 
+/// A custom Function's tensor arguments must be defined: an empty tensor stands for none.
+inline torch::Tensor or_empty(const torch::Tensor& x, torch::ScalarType dtype) {
+  return x.defined() ? x : torch::empty({0}, torch::TensorOptions(dtype));
+}
+
 /// Where a row's mask lies: row r = (b, h, t) of [B, H, T] reads mask + b * batch + h * head +
 /// t * time, one bool per key (strides 0 where the mask broadcasts).
 struct MaskRows {

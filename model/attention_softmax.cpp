@@ -72,11 +72,6 @@ TFM_LANE_KERNEL((void softmax_gradient_rows(const BackwardRows& v, int64_t begin
 /// Rows per task: about 32k elements, as LibTorch's element-wise kernels take.
 int64_t grain_of(int64_t width) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width)); }
 
-/// A custom Function's tensor arguments must be defined: an empty tensor stands for none.
-torch::Tensor or_empty(const torch::Tensor& x, torch::ScalarType dtype) {
-  return x.defined() ? x : torch::empty({0}, torch::TensorOptions(dtype));
-}
-
 class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
  public:
   /// scores: [B, H, T, S] contiguous, mask: as attention_softmax() or empty, noise: like scores or

@@ -218,11 +218,6 @@ TFM_LANE_KERNEL((void backward_heads(const BackwardArgs& a, int64_t begin, int64
 /// Sentences per chunk of LibTorch's threads: each is H x T x S x Dh multiply-adds a product.
 constexpr int64_t kTaskGrain = 4;
 
-/// A custom Function's tensor arguments must be defined: an empty tensor stands for none.
-torch::Tensor or_empty(const torch::Tensor& x, torch::ScalarType dtype) {
-  return x.defined() ? x : torch::empty({0}, torch::TensorOptions(dtype));
-}
-
 /// Whether `columns` of width `head_dim * heads` tile x's last dimension exactly: then every
 /// element of x's gradient is written and it needs no zero fill.
 bool tiles(const torch::Tensor& x, std::vector<int64_t> columns, int64_t model) {
