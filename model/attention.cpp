@@ -134,10 +134,13 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
 
 torch::Tensor MultiHeadAttentionImpl::attend_cached(const torch::Tensor& q, const torch::Tensor& k,
                                                     const torch::Tensor& v, const torch::Tensor& bias, int64_t first,
-                                                    const std::vector<int64_t>* row_first) {
+                                                    const std::vector<int64_t>* row_first, const CacheSlots* slots) {
   if (options.score() == AttentionScore::kScaledDot && fused_kernels() && !is_training() &&
       step_attention_supported(q)) {
-    return out_proj(step_attention(q, k, v, bias, first, row_first));
+    return out_proj(step_attention(q, k, v, bias, first, row_first, slots));
+  }
+  if (slots != nullptr && !slots->identity()) {
+    return attend_cached(q, gather_slots(k, *slots), gather_slots(v, *slots), bias, first, row_first);
   }
   if (k.scalar_type() != q.scalar_type()) {
     return attend_cached(q, k.to(q.scalar_type()), v.to(q.scalar_type()), bias, first, row_first);

@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "model/attention_score.h"
+#include "model/cache_slots.h"
 #include "model/head_attention.h"
 #include "model/linear.h"
 #include "model/model_config.h"
@@ -72,9 +73,11 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// and with row_first (B positions) row b's keys before row_first[b] too
   /// -> [B, Tq, D]. Through step_attention() where it computes (model/step_attention.h), else
   /// through attend_heads(). k and v may be stored narrower than q (a bfloat16 cache).
+  /// With `slots` (a reordered cache, model/cache_slots.h), k and v are [W, H, S, Dh], W >= B, and
+  /// row b reads its position s from row slots->slot(b, s).
   torch::Tensor attend_cached(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               const torch::Tensor& bias, int64_t first = 0,
-                              const std::vector<int64_t>* row_first = nullptr);
+                              const std::vector<int64_t>* row_first = nullptr, const CacheSlots* slots = nullptr);
 
   MultiHeadAttentionOptions options;
   Linear in_proj{nullptr};   // self-attention: [W^Q; W^K; W^V], [3D, D]

@@ -33,13 +33,14 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias,
-                                     int64_t step, int64_t rows_per_memory, const std::vector<int64_t>* row_starts) {
+                                     int64_t step, int64_t rows_per_memory, const std::vector<int64_t>* row_starts,
+                                     const CacheSlots* slots) {
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);      // each [N, H, 1, Dh]
-    const auto [keys, values] = cache.append(k, v, step);  // each [N, H, step+1, Dh]
+    const auto [keys, values] = cache.append(k, v, step);  // each [W, H, step+1, Dh]
     // Earlier positions only exist in the cache, so causality needs no mask; a window starts later.
     const int64_t first = config_.attention_window > 0 ? std::max<int64_t>(0, step - config_.attention_window) : 0;
-    return self_attention->attend_cached(q, keys, values, {}, first, row_starts);
+    return self_attention->attend_cached(q, keys, values, {}, first, row_starts, slots);
   };
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
@@ -103,9 +104,11 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
 torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
   auto h = x;
   const auto* row_starts = state.row_starts.empty() ? nullptr : &state.row_starts;
+  state.cache_slots.write(x.size(0), state.step);
+  const auto* slots = state.cache_slots.identity() ? nullptr : &state.cache_slots;
   for (size_t i = 0; i < layers->size(); ++i) {
     h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_bias, state.step, state.rows_per_memory,
-                                               row_starts);
+                                               row_starts, slots);
   }
   ++state.step;
   return final_norm ? final_norm(h) : h;

@@ -29,8 +29,10 @@ class DecoderLayerImpl : public torch::nn::Module {
   /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_bias: [N / rows_per_memory, 1, 1, S],
   /// additive: DecoderState::memory_bias). row_starts: null, or N cache positions where each row's
   /// sentence began (DecoderState::row_starts): its self-attention reads no earlier position.
+  /// slots: null, or the cache rows each row reads by position (DecoderState::cache_slots).
   torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias, int64_t step,
-                     int64_t rows_per_memory = 1, const std::vector<int64_t>* row_starts = nullptr);
+                     int64_t rows_per_memory = 1, const std::vector<int64_t>* row_starts = nullptr,
+                     const CacheSlots* slots = nullptr);
 
   MultiHeadAttention self_attention{nullptr};
   MultiHeadAttention cross_attention{nullptr};

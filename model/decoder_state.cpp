@@ -20,151 +20,94 @@ int64_t capacity_for(int64_t positions) {
   return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum;
 }
 
-/// Writes x [N, H, 1, Dh] at position `step` of buffer [capacity, N, H, Dh] of `dtype`, growing the
-/// capacity (and keeping positions 0..step-1) when it is full.
+/// Writes x [N, H, 1, Dh] into rows 0..N-1 at position `step` of buffer [capacity, W, H, Dh] of
+/// `dtype` (W >= N), growing the capacity (and keeping positions 0..step-1) when it is full.
 void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step, torch::Dtype dtype) {
   if (!buffer.defined() || step >= buffer.size(0)) {
-    auto grown = torch::empty({capacity_for(step + 1), x.size(0), x.size(1), x.size(3)}, x.options().dtype(dtype));
+    const int64_t width = buffer.defined() ? buffer.size(1) : x.size(0);
+    auto grown = torch::empty({capacity_for(step + 1), width, x.size(1), x.size(3)}, x.options().dtype(dtype));
     if (buffer.defined() && step > 0) grown.narrow(0, 0, step).copy_(buffer.narrow(0, 0, step));
     buffer = grown;
   }
-  buffer.select(0, step).copy_(x.squeeze(2));
-}
-
-/// Whether each row of a time-major cache [capacity, N, H, Dh] is one block of H x Dh elements
-/// (positions may hold more rows than N: a cache that rows left in place).
-bool rows_packed(const torch::Tensor& cache) {
-  return cache.stride(3) == 1 && cache.stride(2) == cache.size(3) && cache.stride(1) == cache.size(2) * cache.size(3);
-}
-
-/// Whether new row i <- old row index[i] can be done in place, a block of `group` rows at a time:
-/// new block j reads old block b_j only, b_j >= j, and b_j grows with j. Beam search's reorders
-/// are of this kind (a sentence's K rows stay together; finished sentences leave, the others
-/// keep their order), and then the old block j is consumed before new block j overwrites it.
-bool reorders_in_place(const int64_t* index, int64_t rows, int64_t old_rows, int64_t group) {
-  if (rows > old_rows || rows % group != 0) return false;
-  int64_t previous = -1;
-  for (int64_t j = 0; j < rows / group; ++j) {
-    const int64_t block = index[j * group] / group;
-    if (block < j || block <= previous) return false;
-    for (int64_t i = j * group; i < (j + 1) * group; ++i) {
-      if (index[i] < 0 || index[i] >= old_rows || index[i] / group != block) return false;
-    }
-    previous = block;
-  }
-  return true;
-}
-
-/// The row copies of an in-place reorder (see reorders_in_place), the same at every position.
-struct InPlaceMoves {
-  /// Rows whose source is itself overwritten by the reorder: read into a buffer before any write.
-  std::vector<std::pair<int64_t, int64_t>> buffered;  // (destination, source)
-  /// Rows whose source stays as it is (or lies in a later block, written only after this one):
-  /// copied directly, once.
-  std::vector<std::pair<int64_t, int64_t>> direct;  // (destination, source)
-};
-
-/// Which rows of new row i <- old row index[i] (i < rows, blocks of `group`) move, and which of
-/// them need a buffer: a row's source needs one only if the same block overwrites it.
-InPlaceMoves in_place_moves(const int64_t* index, int64_t rows, int64_t group) {
-  InPlaceMoves moves;
-  for (int64_t first = 0; first < rows; first += group) {
-    for (int64_t i = first; i < first + group; ++i) {
-      const int64_t source = index[i];
-      if (source == i) continue;
-      const bool overwritten = source >= first && source < first + group && index[source] != source;
-      (overwritten ? moves.buffered : moves.direct).emplace_back(i, source);
-    }
-  }
-  return moves;
-}
-
-/// Applies `moves` to the `filled` positions of a time-major cache [capacity, N, H, Dh] in place;
-/// the cache becomes its first `rows` rows. No buffer is allocated but one for the buffered rows
-/// of a position: the rows of a position stay where they were, N' of N in use.
-void reorder_in_place(torch::Tensor& cache, const InPlaceMoves& moves, int64_t rows, int64_t filled) {
-  const int64_t row_bytes = cache.stride(1) * cache.element_size();
-  const int64_t position_bytes = cache.stride(0) * cache.element_size();
-  auto* base = static_cast<char*>(cache.data_ptr());
-  at::parallel_for(0, filled, 1, [&](int64_t begin, int64_t end) {
-    std::vector<char> moved(moves.buffered.size() * row_bytes);
-    for (int64_t t = begin; t < end; ++t) {
-      char* position = base + t * position_bytes;
-      // All buffered reads before any write: a buffered row's source is another's destination.
-      for (size_t m = 0; m < moves.buffered.size(); ++m) {
-        std::memcpy(moved.data() + m * row_bytes, position + moves.buffered[m].second * row_bytes, row_bytes);
-      }
-      for (const auto& [destination, source] : moves.direct) {
-        std::memcpy(position + destination * row_bytes, position + source * row_bytes, row_bytes);
-      }
-      for (size_t m = 0; m < moves.buffered.size(); ++m) {
-        std::memcpy(position + moves.buffered[m].first * row_bytes, moved.data() + m * row_bytes, row_bytes);
-      }
-    }
-  });
-  cache = cache.narrow(1, 0, rows);
-}
-
-/// destination[t, i] = source[t, index[i]] for t < T: destination [T, N', H, Dh] contiguous, source
-/// [T, N, H, Dh] contiguous from dimension 1 on, index [N'] int64 on the CPU. Copies whole rows
-/// of H x Dh on every thread; LibTorch's index_select along dimension 1 copies them on one.
-void gather_rows(torch::Tensor& destination, const torch::Tensor& source, const torch::Tensor& index) {
-  const int64_t positions = destination.size(0), rows = destination.size(1), source_rows = source.size(1);
-  TORCH_CHECK(index.numel() == 0 || (index.min().item<int64_t>() >= 0 && index.max().item<int64_t>() < source_rows),
-              "reorder: a row index outside 0..", source_rows - 1);
-  const int64_t row_bytes = source.stride(1) * source.element_size();
-  const int64_t position_bytes = source.stride(0) * source.element_size();
-  const auto* from = static_cast<const char*>(source.data_ptr());
-  auto* to = static_cast<char*>(destination.data_ptr());
-  const int64_t* ids = index.data_ptr<int64_t>();
-  const int64_t grain = std::max<int64_t>(1, 32768 / row_bytes);
-  at::parallel_for(0, positions * rows, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / rows, n = i % rows;
-      std::memcpy(to + i * row_bytes, from + t * position_bytes + ids[n] * row_bytes, row_bytes);
-    }
-  });
+  TORCH_CHECK(x.size(0) <= buffer.size(1), "LayerCache: ", x.size(0), " rows do not fit a cache of ", buffer.size(1));
+  buffer.select(0, step).narrow(0, 0, x.size(0)).copy_(x.squeeze(2));
 }
 
 /// Rows `index` of a time-major cache, copying only the `filled` positions into a buffer with room
-/// for at least one more. Caches are decoding state, never differentiated through, so the copy
-/// runs outside autograd.
+/// for at least one more (off the CPU, where no ancestor table is kept). Caches are decoding state,
+/// never differentiated through, so the copy runs outside autograd.
 torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& index, int64_t filled) {
   torch::NoGradGuard no_grad;
   auto out = torch::empty({capacity_for(filled + 1), index.size(0), buffer.size(2), buffer.size(3)}, buffer.options());
   if (filled > 0) {
     auto destination = out.narrow(0, 0, filled);  // contiguous: the first positions of a time-major buffer
-    const auto source = buffer.narrow(0, 0, filled);
-    if (buffer.is_cpu() && rows_packed(buffer)) {
-      gather_rows(destination, source, index.to(torch::kCPU).contiguous());
-    } else {
-      at::index_select_out(destination, source, 1, index);
-    }
+    at::index_select_out(destination, buffer.narrow(0, 0, filled), 1, index);
   }
   return out;
 }
 
-/// Rows `index` of every layer's self-attention cache (the filled positions only): in place where
-/// the reorder allows (reorders_in_place, with blocks of `group` rows), else into new buffers.
-void reorder_self_caches(std::vector<LayerCache>& layers, const torch::Tensor& index, int64_t filled, int64_t group) {
-  if (layers.empty() || !layers.front().self_k.defined()) return;
-  const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh], every layer alike
-  if (cache.is_cpu() && rows_packed(cache)) {
-    const auto rows = index.to(torch::kCPU).contiguous();
-    const int64_t* data = rows.data_ptr<int64_t>();
-    if (reorders_in_place(data, rows.numel(), cache.size(1), group)) {
-      const auto moves = in_place_moves(data, rows.numel(), group);
-      for (auto& layer : layers) {
-        reorder_in_place(layer.self_k, moves, rows.numel(), filled);
-        reorder_in_place(layer.self_v, moves, rows.numel(), filled);
-      }
-      return;
+/// A new time-major cache [capacity, rows + added, H, Dh] holding positions first .. filled-1 of
+/// `cache` [capacity, W, H, Dh] as positions 0 .. filled-first-1: row n's from cache row
+/// slots.slot(n, t), one copy of H x Dh per row and position; the `added` rows after them read
+/// zeros there (masked, but finite: a masked key's weight is 0, and 0 x a stale NaN would not be).
+torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slots, int64_t rows, int64_t first,
+                               int64_t filled, int64_t added) {
+  torch::NoGradGuard no_grad;
+  const int64_t kept = filled - first;
+  auto out = torch::empty({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
+  if (kept <= 0) return out;
+  out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
+  if (slots.identity()) {
+    out.narrow(0, 0, kept).narrow(1, 0, rows).copy_(cache.narrow(0, first, kept).narrow(1, 0, rows));
+    return out;
+  }
+  TORCH_CHECK(cache.is_cpu() && cache.is_contiguous(), "gather_positions: a cache table needs a contiguous CPU cache");
+  const int64_t row_bytes = cache.stride(1) * cache.element_size();
+  const int64_t from_position = cache.stride(0) * cache.element_size();
+  const int64_t to_position = out.stride(0) * out.element_size();
+  const auto* from = static_cast<const char*>(cache.data_ptr());
+  auto* to = static_cast<char*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, 32768 / row_bytes);
+  at::parallel_for(0, kept * rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / rows, n = i % rows;
+      std::memcpy(to + t * to_position + n * row_bytes,
+                  from + (first + t) * from_position + slots.slot(n, first + t) * row_bytes, row_bytes);
     }
+  });
+  return out;
+}
+
+/// Rows `index` of every layer's self-attention cache (the filled positions only). On the CPU the
+/// caches stay where they are and `slots` records where each new row's positions lie, while the
+/// rows fit the buffers and fill more than half of them; otherwise the rows' positions are gathered
+/// into new buffers of their own (and the table reset): a reorder to more rows, or once as many
+/// rows as the buffers hold have left, so that the live rows do not thin out among dead ones
+/// (bench: reading them scattered cost more than the copies saved). Off the CPU, the filled
+/// positions are copied into new buffers.
+void reorder_self_caches(std::vector<LayerCache>& layers, CacheSlots& slots, const torch::Tensor& index,
+                         int64_t old_rows, int64_t filled) {
+  if (layers.empty() || !layers.front().self_k.defined()) return;
+  const auto& cache = layers.front().self_k;  // [capacity, W, H, Dh], every layer alike
+  if (!cache.is_cpu()) {
+    for (auto& layer : layers) {
+      layer.self_k = reorder_filled(layer.self_k, index, filled);
+      layer.self_v = reorder_filled(layer.self_v, index, filled);
+    }
+    return;
   }
+  const auto rows = index.to(torch::kCPU).contiguous();
+  const int64_t count = rows.numel(), width = cache.size(1);
+  const int64_t* ids = rows.data_ptr<int64_t>();
+  TORCH_CHECK(std::all_of(ids, ids + count, [&](int64_t id) { return id >= 0 && id < old_rows; }),
+              "reorder: a row index outside 0..", old_rows - 1);
+  slots.reorder(ids, count, filled);
+  if (count <= width && 2 * count > width) return;
   for (auto& layer : layers) {
-    layer.self_k = reorder_filled(layer.self_k, index, filled);
-    layer.self_v = reorder_filled(layer.self_v, index, filled);
+    layer.self_k = gather_positions(layer.self_k, slots, count, 0, filled, 0);
+    layer.self_v = gather_positions(layer.self_v, slots, count, 0, filled, 0);
   }
+  slots.reset();
 }
 
 /// [M, H, S, Dh] (or a bias [M, 1, 1, S]) padded with `fill` to `length` positions along dim 2 or 3.
@@ -174,20 +117,6 @@ torch::Tensor pad_positions(const torch::Tensor& x, int64_t dim, int64_t length,
   auto sizes = x.sizes().vec();
   sizes[dim] = length - have;
   return torch::cat({x, torch::full(sizes, fill, x.options())}, dim);
-}
-
-/// A time-major cache [capacity, N, H, Dh] with `added` rows after its N, keeping positions
-/// first .. filled-1 of the old rows as positions 0 .. filled-first-1; the new rows read zeros
-/// there (masked, but finite: a masked key's weight is 0, and 0 x a stale NaN would not be).
-torch::Tensor add_rows(const torch::Tensor& cache, int64_t added, int64_t first, int64_t filled) {
-  torch::NoGradGuard no_grad;
-  const int64_t kept = filled - first, rows = cache.size(1);
-  auto out = torch::empty({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
-  if (kept > 0) {
-    out.narrow(0, 0, kept).narrow(1, 0, rows).copy_(cache.narrow(0, first, kept));
-    out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
-  }
-  return out;
 }
 
 }  // namespace
@@ -205,10 +134,9 @@ void DecoderState::repeat_rows(int64_t times) {
   TORCH_CHECK(times >= 1, "repeat_rows: times must be >= 1");
   if (times == 1) return;
   if (!layers.empty() && layers.front().self_k.defined()) {
-    const auto& cache = layers.front().self_k;  // [capacity, N, H, Dh]
-    const auto index = torch::arange(cache.size(1), torch::TensorOptions(torch::kLong).device(cache.device()))
-                           .repeat_interleave(times);
-    reorder_self_caches(layers, index, step, times);
+    const auto index =
+        torch::arange(rows(), torch::TensorOptions(torch::kLong).device(memory_bias.device())).repeat_interleave(times);
+    reorder_self_caches(layers, cache_slots, index, rows(), step);
   }
   rows_per_memory *= times;
   if (!row_starts.empty()) {
@@ -220,7 +148,7 @@ void DecoderState::repeat_rows(int64_t times) {
 
 void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
   const auto index = rows.to(memory_bias.device(), torch::kLong);
-  reorder_self_caches(layers, index, step, rows_per_memory);
+  reorder_self_caches(layers, cache_slots, index, this->rows(), step);
   if (!row_starts.empty()) {
     const auto on_cpu = index.to(torch::kCPU).contiguous();
     const int64_t* ids = on_cpu.data_ptr<int64_t>();
@@ -277,10 +205,11 @@ void DecoderState::append(DecoderState other) {
     layer.memory_v =
         torch::cat({pad_positions(layer.memory_v, 2, length, 0.0), pad_positions(joining.memory_v, 2, length, 0.0)});
     if (step > 0 && layer.self_k.defined()) {
-      layer.self_k = add_rows(layer.self_k, added, first, step);
-      layer.self_v = add_rows(layer.self_v, added, first, step);
+      layer.self_k = gather_positions(layer.self_k, cache_slots, old_rows, first, step, added);
+      layer.self_v = gather_positions(layer.self_v, cache_slots, old_rows, first, step, added);
     }
   }
+  cache_slots.reset();
   const double masked = -std::numeric_limits<double>::infinity();
   memory_bias =
       torch::cat({pad_positions(memory_bias, 3, length, masked), pad_positions(other.memory_bias, 3, length, masked)});

@@ -6,24 +6,25 @@
 
 #include <torch/types.h>
 
+#include "model/cache_slots.h"
 #include "model/shortlist_columns.h"
 
 namespace tfm {
 
 /// Keys and values one decoder layer keeps between incremental steps.
 struct LayerCache {
-  // [capacity, N, H, Dh], positions 0..step-1 filled: preallocated and written in place, one
-  // position per step. Time-major, so that reordering rows copies the filled positions only;
-  // beam search's reorders run in place (rows that move are copied, rows that leave stay unused
-  // at the end of each position), so a copy of a state shares its caches.
+  // [capacity, W, H, Dh], positions 0..step-1 filled: preallocated and written in place, one
+  // position per step, a step's N rows into rows 0..N-1 (W >= N). On the CPU, reorders move no
+  // keys: DecoderState::cache_slots says which row holds a hypothesis's position; so a copy of a
+  // state shares its caches. Elsewhere a reorder copies the filled positions into new buffers.
   torch::Tensor self_k, self_v;
   torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
   // The dtype the self-attention keys and values are stored in; unset: the one they are computed in.
   std::optional<torch::Dtype> stored_dtype;
 
   /// Writes this step's key and value (each [N, H, 1, Dh]) at position `step`, growing the
-  /// buffers when full, and returns the keys and values of positions 0..step as [N, H, step+1, Dh]
-  /// views (no copy).
+  /// buffers when full, and returns the keys and values of positions 0..step as [W, H, step+1, Dh]
+  /// views (no copy): row n's are in row cache_slots.slot(n, t) at position t.
   std::pair<torch::Tensor, torch::Tensor> append(const torch::Tensor& k, const torch::Tensor& v, int64_t step);
 };
 
@@ -31,6 +32,9 @@ struct LayerCache {
 /// (N = sentences x beam); beam search reorders, repeats or drops rows with reorder().
 struct DecoderState {
   std::vector<LayerCache> layers;
+  // Which cache row holds each row's key and value at each position (every layer alike); identity
+  // until a reorder on the CPU.
+  CacheSlots cache_slots;
   // [M, 1, 1, S] in the model's dtype: 0 for real source tokens, -inf for padding, added to the
   // cross-attention scores (model/attention.h: attention_weights)
   torch::Tensor memory_bias;

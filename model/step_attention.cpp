@@ -30,6 +30,7 @@ struct StepViews {
   Q* out;  // [B, Tq, H, Dh] contiguous
   int64_t rows, heads, queries, keys, head_dim, first;
   const int64_t* row_first;  // [B] or nullptr
+  const CacheSlots* slots;   // nullptr: row b reads keys and values row b
   float sqrt_head_dim;
 };
 
@@ -46,33 +47,39 @@ static_assert(kBlockItems % kGroupItems == 0, "a block is whole groups");
 
 /// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
 /// scores at a position are one vector), and per item the scaled query and the weighted sum of
-/// values [Dh].
+/// values [Dh]; and S zeros, the cache rows of an item that reads its own row at every position.
 struct Scratch {
   std::vector<float> scores, queries, sums;
+  std::vector<int64_t> own_row;
   Scratch(int64_t keys, int64_t head_dim)
-      : scores(kBlockItems * keys), queries(kBlockItems * head_dim), sums(kBlockItems * head_dim) {}
+      : scores(kBlockItems * keys), queries(kBlockItems * head_dim), sums(kBlockItems * head_dim), own_row(keys, 0) {}
 };
 
-/// Where one item reads its keys, values and bias and writes its output.
+/// Where one item reads its keys, values and bias and writes its output: position s's key lies at
+/// keys + s * k_s + slots[s] * k_b (its value likewise).
 template <typename Q, typename K>
 struct ItemViews {
   const K* keys;
   const K* values;
-  const Q* bias;  // nullptr: no bias
+  const int64_t* slots;  // [S]
+  const Q* bias;         // nullptr: no bias
   Q* out;
   int64_t first;  // the first key it attends
 };
 
 template <typename Q, typename K>
-TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, float* query) {
+TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, float* query,
+                                             const int64_t* own_row) {
   const int64_t t = item % a.queries;
   const int64_t h = item / a.queries % a.heads;
   const int64_t b = item / (a.queries * a.heads);
   const Q* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
   for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
   const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
-  return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, a.bias != nullptr ? a.bias + b * a.bias_b : nullptr,
-          a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim, first};
+  const Q* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
+  Q* out = a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim;
+  if (a.slots != nullptr) return {a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first};
+  return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first};
 }
 
 /// The scores of a group's items (one per lane) at position s: q k / sqrt(Dh) + bias, -inf where
@@ -85,7 +92,7 @@ TFM_ALWAYS_INLINE Lanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q
   Lanes products[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i) {
     const float* query = queries + i * head_dim;
-    const K* key = items[i].keys + s * a.k_s;
+    const K* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
     Lanes sum{};
     for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes<Lanes>(query + d) * load_lanes<Lanes>(key + d);
     float lane0 = sum[0];
@@ -130,33 +137,35 @@ TFM_ALWAYS_INLINE auto group_softmax(float* scores, int64_t first, int64_t lengt
 /// value[s] there, each lane's products added in position order: Chunks vectors of the sum are
 /// held in registers while the positions stream by, instead of loaded and stored at each.
 template <typename Lanes, int64_t Chunks, typename K>
-TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const float* weights, int64_t first,
-                                             int64_t length, float* sum) {
+TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const int64_t* slots,
+                                             int64_t slot_stride, const float* weights, int64_t first, int64_t length,
+                                             float* sum) {
   Lanes lanes[Chunks] = {};
   for (int64_t s = first; s < length; ++s) {
     const Lanes weight = splat<Lanes>(weights[s * kBlockItems]);
-    const K* value = values + s * value_stride;
+    const K* value = values + s * value_stride + slots[s] * slot_stride;
     for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes<Lanes>(value + c * kVectorLanes);
   }
   for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + c * kVectorLanes, lanes[c]);
 }
 
-/// One item's sum [Dh] over positions [first, length) of weight[s * kBlockItems] x values[s].
+/// One item's sum [Dh] over positions [first, length) of weight[s * kBlockItems] x its value at s.
 template <typename Lanes, typename Q, typename K>
-TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const K* values, const float* weights, int64_t first,
-                                       float* sum) {
+TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item, const float* weights,
+                                       int64_t first, float* sum) {
   const int64_t head_dim = a.head_dim, length = a.keys;
+  const K* values = item.values;
   int64_t d = 0;
   for (; d + 4 * kVectorLanes <= head_dim; d += 4 * kVectorLanes) {
-    weighted_value_chunks<Lanes, 4>(values + d, a.v_s, weights, first, length, sum + d);
+    weighted_value_chunks<Lanes, 4>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, sum + d);
   }
   for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
-    weighted_value_chunks<Lanes, 1>(values + d, a.v_s, weights, first, length, sum + d);
+    weighted_value_chunks<Lanes, 1>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, sum + d);
   }
   for (; d < head_dim; ++d) {
     float total = 0.0F;
     for (int64_t s = first; s < length; ++s)
-      total += weights[s * kBlockItems] * static_cast<float>(values[s * a.v_s + d]);
+      total += weights[s * kBlockItems] * static_cast<float>(values[s * a.v_s + item.slots[s] * a.v_b + d]);
     sum[d] = total;
   }
 }
@@ -169,7 +178,7 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   ItemViews<Q, K> items[kBlockItems];
   int64_t block_first = length;
   for (int64_t i = 0; i < count; ++i) {
-    items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim]);
+    items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim], scratch.own_row.data());
     block_first = std::min(block_first, items[i].first);
   }
   for (int64_t i = count; i < groups * kGroupItems; ++i) {  // a short group's spare lanes attend nothing
@@ -191,7 +200,7 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
 
   float* sums = scratch.sums.data();
   for (int64_t i = 0; i < count; ++i) {
-    weighted_values<Lanes>(a, items[i].values, scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
+    weighted_values<Lanes>(a, items[i], scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
   }
   for (int64_t i = 0; i < count; ++i) {
     const bool attended = attends[i / kGroupItems][i % kGroupItems] != 0;
@@ -229,7 +238,7 @@ void attend_all(const StepViews<Q, K>& a) {
 template <typename Q, typename K>
 StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                          const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
-                         torch::Tensor& out) {
+                         const CacheSlots* slots, torch::Tensor& out) {
   const int64_t length = keys.size(2);
   return {q.data_ptr<Q>(),
           q.stride(0),
@@ -254,6 +263,7 @@ StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, cons
           q.size(3),
           std::clamp<int64_t>(first, 0, length),
           row_first != nullptr ? row_first->data() : nullptr,
+          slots,
           std::sqrt(static_cast<float>(q.size(3)))};
 }
 
@@ -265,7 +275,8 @@ bool step_attention_supported(const torch::Tensor& q) {
 }
 
 torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                             const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first) {
+                             const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
+                             const CacheSlots* slots) {
   TORCH_CHECK(step_attention_supported(q), "step_attention: a CPU float32 or bfloat16 query outside autograd");
   TORCH_CHECK(q.dim() == 4 && keys.dim() == 4 && values.sizes() == keys.sizes(), "step_attention: 4-d q, keys, values");
   const bool narrow_cache = q.scalar_type() == torch::kFloat32 && keys.scalar_type() == torch::kBFloat16;
@@ -274,8 +285,9 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
               ", keys ", keys.scalar_type(), ", values ", values.scalar_type());
   const int64_t rows = q.size(0), heads = q.size(1), queries = q.size(2), head_dim = q.size(3);
   const int64_t length = keys.size(2);
-  TORCH_CHECK(keys.size(0) == rows && keys.size(1) == heads && keys.size(3) == head_dim, "step_attention: keys ",
-              keys.sizes(), " do not match q ", q.sizes());
+  TORCH_CHECK((slots != nullptr ? keys.size(0) >= rows : keys.size(0) == rows) && keys.size(1) == heads &&
+                  keys.size(3) == head_dim,
+              "step_attention: keys ", keys.sizes(), " do not match q ", q.sizes());
   TORCH_CHECK(q.stride(3) == 1 && keys.stride(3) == 1 && values.stride(3) == 1,
               "step_attention: the head dimension must be contiguous");
   if (bias.defined()) {
@@ -283,15 +295,18 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
         bias.scalar_type() == q.scalar_type() && bias.dim() == 4 && bias.size(0) == rows && bias.size(3) == length,
         "step_attention: bias ", bias.sizes(), " is not [B, 1, 1, S] for keys ", keys.sizes());
   }
+  if (slots != nullptr && slots->identity()) slots = nullptr;
+  TORCH_CHECK(slots == nullptr || slots->rows() == rows, "step_attention: ", rows, " rows but a cache table of ",
+              slots == nullptr ? 0 : slots->rows());
   TORCH_CHECK(row_first == nullptr || static_cast<int64_t>(row_first->size()) == rows, "step_attention: ", rows,
               " rows but ", row_first == nullptr ? 0 : row_first->size(), " first positions");
   auto out = torch::empty({rows, queries, heads * head_dim}, q.options());
   if (narrow_cache) {
-    attend_all(views_of<float, BFloat16>(q, keys, values, bias, first, row_first, out));
+    attend_all(views_of<float, BFloat16>(q, keys, values, bias, first, row_first, slots, out));
   } else if (q.scalar_type() == torch::kFloat32) {
-    attend_all(views_of<float, float>(q, keys, values, bias, first, row_first, out));
+    attend_all(views_of<float, float>(q, keys, values, bias, first, row_first, slots, out));
   } else {
-    attend_all(views_of<BFloat16, BFloat16>(q, keys, values, bias, first, row_first, out));
+    attend_all(views_of<BFloat16, BFloat16>(q, keys, values, bias, first, row_first, slots, out));
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include <torch/types.h>
 
+#include "model/cache_slots.h"
+
 namespace tfm {
 
 /// Whether step_attention() computes for these tensors: CPU, float32 or bfloat16, outside
@@ -22,9 +24,12 @@ bool step_attention_supported(const torch::Tensor& q);
 /// first: keys before this position are not attended (a local attention window).
 /// row_first: null, or B positions: row b attends no key before row_first[b] either (rows that
 /// joined a running batch late); those keys are skipped, not scored.
+/// slots: null, or B rows of an ancestor table (a cache that beam search reordered without moving
+/// it): row b's key and value at position s are then keys[slots->slot(b, s), :, s] and values
+/// likewise, and keys and values may have more rows than q ([W, H, S, Dh], W >= B).
 /// -> [B, Tq, H*Dh], contiguous: heads concatenated, ready for W^O. A query with no key gets zeros.
 torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                              const torch::Tensor& bias, int64_t first = 0,
-                             const std::vector<int64_t>* row_first = nullptr);
+                             const std::vector<int64_t>* row_first = nullptr, const CacheSlots* slots = nullptr);
 
 }  // namespace tfm

@@ -115,6 +115,43 @@ TEST(StepAttention, AFloatQueryReadsABFloat16Cache) {
                c10::Error);
 }
 
+TEST(StepAttention, ReadsEachPositionFromTheRowItsAncestorTableNames) {
+  // A cache that beam search reordered without moving it: row b's key and value at position s lie
+  // in cache row slots.slot(b, s), and the cache has more rows than the query.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(8);
+  const int64_t width = 7, rows = 5, heads = 3, head_dim = 72, length = 20;  // Dh: 4 + 0 + 8 lanes
+  const auto q = torch::randn({rows, heads, 1, head_dim});
+  const auto keys = torch::randn({length, width, heads, head_dim}).permute({1, 2, 0, 3});  // [W, H, S, Dh]
+  const auto values = torch::randn({length, width, heads, head_dim}).permute({1, 2, 0, 3});
+  CacheSlots slots;
+  std::vector<int64_t> index(width);
+  for (int64_t filled = 1; filled < length; ++filled) {  // a reorder at every step, as beam search does
+    for (int64_t i = 0; i < width; ++i) index[i] = (i * 3 + filled) % width;
+    slots.reorder(index.data(), width, filled);
+    slots.write(width, filled);
+  }
+  std::vector<int64_t> last = {6, 0, 6, 2, 3};  // a last reorder that drops two rows and repeats one
+  slots.reorder(last.data(), rows, length);
+  // The same keys gathered row by row, as a plain [B, H, S, Dh] tensor.
+  auto gathered_keys = torch::empty({rows, heads, length, head_dim});
+  auto gathered_values = torch::empty_like(gathered_keys);
+  for (int64_t b = 0; b < rows; ++b) {
+    for (int64_t s = 0; s < length; ++s) {
+      gathered_keys.select(0, b).select(1, s).copy_(keys.select(0, slots.slot(b, s)).select(1, s));
+      gathered_values.select(0, b).select(1, s).copy_(values.select(0, slots.slot(b, s)).select(1, s));
+    }
+  }
+  EXPECT_TENSOR_NEAR(gather_slots(keys, slots), gathered_keys, 0.0);
+  EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}, 3, nullptr, &slots),
+                     reference(q, gathered_keys, gathered_values, {}, 3).to(torch::kFloat32), 1e-5);
+  const auto bf16 = [](const torch::Tensor& x) { return x.to(torch::kBFloat16); };
+  EXPECT_TENSOR_NEAR(step_attention(q, bf16(keys), bf16(values), {}, 0, nullptr, &slots),
+                     reference(q, bf16(gathered_keys), bf16(gathered_values), {}, 0).to(torch::kFloat32), 1e-5);
+  // The table must describe the query's rows.
+  EXPECT_THROW(step_attention(q.narrow(0, 0, 4), keys, values, {}, 0, nullptr, &slots), c10::Error);
+}
+
 TEST(StepAttention, OnlyForCpuFloatOutsideAutograd) {
   EXPECT_TRUE(step_attention_supported(torch::zeros({1, 1, 1, 4})));
   EXPECT_FALSE(step_attention_supported(torch::zeros({1, 1, 1, 4}, torch::kFloat64)));

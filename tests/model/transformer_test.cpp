@@ -163,8 +163,7 @@ TEST(Transformer, ReorderedStateEqualsReorderedBatch) {
 }
 
 /// Decoding states of three random sentences with `beam` rows each: `shared` repeats its rows
-/// (the beams read one encoder output, and reorder their caches in place), `copied` reorders
-/// into one row per encoder output (new buffers).
+/// (the beams read one encoder output), `copied` reorders into one row per encoder output.
 std::pair<DecoderState, DecoderState> shared_and_copied_states(Transformer& model, int64_t beam) {
   const auto source = random_ids(3, 6, 23, 8);
   auto shared = model->start_decoding(model->encode(source));
@@ -188,7 +187,7 @@ TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
   const auto bos = torch::full({6}, kBosId, torch::kLong);
   EXPECT_TENSOR_NEAR(model->step(bos, shared), model->step(bos, copied), 1e-5);
   const auto within = torch::tensor({1, 1, 2, 3, 5, 4}, torch::kLong);  // beams move inside their sentence
-  // Blocks of K rows reorder their caches in place; `copied`, one row per memory, into new buffers.
+  // Reorders move no cached keys (model/cache_slots.h): the caches stay where they are.
   const void* cache_before = shared.layers.front().self_k.data_ptr();
   shared.reorder(within, /*same_memory=*/true);
   copied.reorder(within, /*same_memory=*/true);
@@ -207,9 +206,9 @@ TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
   EXPECT_THROW(shared.reorder(torch::tensor({0, 2}, torch::kLong)), c10::Error);
 }
 
-TEST(Transformer, InPlaceReordersOfFourBeamsEqualCopies) {
-  // Reorders in place copy a row directly when its source stays, and through a buffer when the
-  // same reorder overwrites the source (a shift, a swap, a cycle); each must read what a copy reads.
+TEST(Transformer, ReordersOfFourBeamsEqualOneRowPerMemory) {
+  // Beam moves within a sentence (a shift, a swap, a cycle) and a sentence leaving: the rows that
+  // share their sentence's encoder output decode as the rows that each have a copy.
   auto model = eval_model(tiny_config());
   auto states = shared_and_copied_states(model, /*beam=*/4);
   DecoderState& shared = states.first;
@@ -260,6 +259,58 @@ TEST(Transformer, BaseModelHasThePapersParameterCount) {
 
 class BothKernels : public testing::BothKernelsTest {};
 INSTANTIATE_BOTH_KERNELS(BothKernels);
+
+TEST_P(BothKernels, ReorderedCachesDecodeAsAFreshStateOfTheSameHistories) {
+  // On the CPU reorders move no cached keys (an ancestor table, model/cache_slots.h); a reorder to
+  // more rows than the caches hold gathers them into new ones; the plain kernels read the table
+  // through gather_slots. Each must decode as a state built afresh from the same sentences and
+  // tokens.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(3, 6, 23, 8);
+  auto state = model->start_decoding(model->encode(source));
+  std::vector<int64_t> sentence = {0, 1, 2};     // each row's source sentence
+  std::vector<std::vector<int64_t>> history(3);  // each row's tokens so far
+  int64_t token = 0;
+  auto step_and_compare = [&] {
+    for (auto& tokens : history) tokens.push_back(tokens.empty() ? kBosId : 4 + token++ % 19);
+    const auto last = [&](int64_t position) {
+      std::vector<int64_t> column;
+      for (const auto& tokens : history) column.push_back(tokens[position]);
+      return torch::tensor(column, torch::kLong);
+    };
+    const auto stepped = model->step(last(history.front().size() - 1), state);
+    auto fresh = model->start_decoding(model->encode(source.index_select(0, torch::tensor(sentence, torch::kLong))));
+    torch::Tensor expected;
+    for (size_t position = 0; position < history.front().size(); ++position)
+      expected = model->step(last(position), fresh);
+    EXPECT_TENSOR_NEAR(stepped, expected, 1e-5);
+  };
+  auto reorder = [&](const std::vector<int64_t>& rows) {
+    std::vector<int64_t> sentences;
+    std::vector<std::vector<int64_t>> histories;
+    for (const int64_t row : rows) {
+      sentences.push_back(sentence[row]);
+      histories.push_back(history[row]);
+    }
+    sentence = sentences;
+    history = histories;
+    state.reorder(torch::tensor(rows, torch::kLong));
+  };
+  step_and_compare();
+  step_and_compare();
+  reorder({2, 0, 0});  // rows move and repeat: the table
+  step_and_compare();
+  reorder({1, 1, 2, 0, 2});  // five rows, caches of three: gathered into new caches
+  step_and_compare();
+  reorder({4, 0, 3});  // rows leave
+  step_and_compare();
+  for (int i = 0; i < 17; ++i) {  // past the table's first 16 positions, a reorder at every step
+    reorder({2, 0, 1});
+    step_and_compare();
+  }
+  reorder({1});
+  step_and_compare();
+}
 
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
   for (const double epsilon : {0.1, 0.0}) {
