@@ -49,13 +49,14 @@ EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
   return out;
 }
 
+torch::Tensor TransformerImpl::decoder_output(const torch::Tensor& source, const torch::Tensor& target_in) {
+  const auto encoded = encode(source);
+  return decoder->forward(target_embedding(target_in), encoded.memory, encoded.mask);  // [B, T, D]
+}
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& source, const torch::Tensor& target_in,
                                        AttentionMaps* maps) {
-  if (maps == nullptr) {
-    const auto encoded = encode(source);
-    const auto hidden = decoder->forward(target_embedding(target_in), encoded.memory, encoded.mask);  // [B, T, D]
-    return project(hidden);
-  }
+  if (maps == nullptr) return project(decoder_output(source, target_in));
   const auto mask = padding_mask(source, kPadId);                                             // [B, 1, 1, S]
   const auto memory = encoder->forward(source_embedding(source), mask, &maps->encoder_self);  // [B, S, D]
   const auto hidden =

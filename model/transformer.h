@@ -35,6 +35,8 @@ class TransformerImpl : public torch::nn::Module {
   /// Teacher forcing. source: [B, S], target_in: [B, T] -> logits [B, T, V]. With `maps`, every
   /// layer's attention weights are stored there (the explicit attention path, even on CUDA).
   torch::Tensor forward(const torch::Tensor& source, const torch::Tensor& target_in, AttentionMaps* maps = nullptr);
+  /// forward() without the output projection: source [B, S], target_in [B, T] -> decoder output [B, T, D].
+  torch::Tensor decoder_output(const torch::Tensor& source, const torch::Tensor& target_in);
 
   // The incremental decoding interface beam search uses: encode once, then one step per token.
   /// source: [B, S] -> memory [B, S, D] and its mask

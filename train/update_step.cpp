@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "data/batching.h"
-#include "model/loss.h"
+#include "model/teacher_forcing_loss.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/precision.h"
@@ -61,8 +61,8 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
         [&] {
           const auto loss_of = [&](const Batch& part) {
             AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
-            const auto logits = model_->forward(part.source.to(device_), part.target_in.to(device_));
-            return label_smoothed_cross_entropy(logits, part.target_out.to(device_), options_.label_smoothing, kPadId);
+            return teacher_forcing_loss(model_, part.source.to(device_), part.target_in.to(device_),
+                                        part.target_out.to(device_), options_.label_smoothing, kPadId);
           };
           if (sub_batches_) return sub_batches_->run(batch, model_->parameters(), loss_of);
           LossSums batch_sums = loss_of(batch);

@@ -9,7 +9,7 @@
 
 #include "data/batching.h"
 #include "metrics/bleu.h"
-#include "model/loss.h"
+#include "model/teacher_forcing_loss.h"
 #include "runtime/errors.h"
 #include "runtime/precision.h"
 #include "text/special_ids.h"
@@ -51,8 +51,8 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
           [&] { return "validation's " + describe(batch); },
           [&] {
             const AutocastGuard autocast(device_, precision);
-            const auto logits = model->forward(batch.source.to(device_), batch.target_in.to(device_));
-            return label_smoothed_cross_entropy(logits, batch.target_out.to(device_), options_.label_smoothing, kPadId);
+            return teacher_forcing_loss(model, batch.source.to(device_), batch.target_in.to(device_),
+                                        batch.target_out.to(device_), options_.label_smoothing, kPadId);
           });
       loss += sums.loss.item<double>();
       nll += sums.nll.item<double>();
