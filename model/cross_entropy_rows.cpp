@@ -81,6 +81,23 @@ TFM_LANE_KERNEL((void gradient_rows_of(const c10::BFloat16* logits, c10::BFloat1
                                        GradientInputs in, int64_t begin, int64_t end)),
                 gradient_rows<Lanes>(logits, grad, width, in, begin, end);)
 
+/// reduce_rows() and gradient_rows() row by row: the gradient reads the row the reductions just
+/// brought into cache.
+template <typename Lanes, typename T>
+TFM_ALWAYS_INLINE void reduce_and_differentiate_rows(const T* logits, T* grad, int64_t width, RowOutputs out,
+                                                     GradientInputs in, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    reduce_rows<Lanes>(logits, in.target, width, out, r, r + 1);
+    gradient_rows<Lanes>(logits, grad, width, in, r, r + 1);
+  }
+}
+TFM_LANE_KERNEL((void reduce_and_differentiate_rows_of(const float* logits, float* grad, int64_t width, RowOutputs out,
+                                                       GradientInputs in, int64_t begin, int64_t end)),
+                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end);)
+TFM_LANE_KERNEL((void reduce_and_differentiate_rows_of(const c10::BFloat16* logits, c10::BFloat16* grad, int64_t width,
+                                                       RowOutputs out, GradientInputs in, int64_t begin, int64_t end)),
+                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end);)
+
 }  // namespace
 
 bool cross_entropy_rows_supported(const torch::Tensor& logits) {
@@ -128,6 +145,33 @@ torch::Tensor cross_entropy_gradient(const torch::Tensor& logits, const torch::T
     }
   });
   return grad;
+}
+
+CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, const torch::Tensor& target,
+                                                 const torch::Tensor& row_scale, double epsilon,
+                                                 torch::Tensor& gradient) {
+  TORCH_CHECK(cross_entropy_rows_supported(logits),
+              "cross_entropy_rows_and_gradient: [N, V] float32 or bfloat16 CPU logits");
+  const auto rows = logits.contiguous();
+  const auto targets = target.to(torch::kLong).contiguous();
+  const auto scales = row_scale.to(torch::kFloat32).contiguous();
+  const int64_t count = rows.size(0), width = rows.size(1);
+  CrossEntropyRows result{torch::empty({count}, torch::kFloat32), torch::empty({count}, torch::kFloat32),
+                          torch::empty({count}, torch::kFloat32)};
+  const RowOutputs out{result.log_normalizer.data_ptr<float>(), result.target_logit.data_ptr<float>(),
+                       result.mean_logit.data_ptr<float>()};
+  const GradientInputs in{targets.data_ptr<int64_t>(), out.log_normalizer, scales.data_ptr<float>(),
+                          static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
+  gradient = torch::empty_like(rows);
+  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+    if (rows.scalar_type() == torch::kFloat32) {
+      reduce_and_differentiate_rows_of(rows.data_ptr<float>(), gradient.data_ptr<float>(), width, out, in, begin, end);
+    } else {
+      reduce_and_differentiate_rows_of(rows.data_ptr<c10::BFloat16>(), gradient.data_ptr<c10::BFloat16>(), width, out,
+                                       in, begin, end);
+    }
+  });
+  return result;
 }
 
 }  // namespace tfm

@@ -25,4 +25,12 @@ torch::Tensor cross_entropy_gradient(const torch::Tensor& logits, const torch::T
                                      const torch::Tensor& log_normalizer, const torch::Tensor& row_scale,
                                      double epsilon);
 
+/// cross_entropy_rows() and cross_entropy_gradient() at once: each row's gradient is written
+/// right after its reductions, while the row is still in cache, so the logits are read from memory
+/// once instead of once each way. The same bits as the two calls.
+/// -> the reductions; `gradient` becomes [N, V] in the logits' dtype.
+CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, const torch::Tensor& target,
+                                                 const torch::Tensor& row_scale, double epsilon,
+                                                 torch::Tensor& gradient);
+
 }  // namespace tfm

@@ -50,15 +50,24 @@ class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntro
                                                 const torch::Tensor& target, double epsilon, int64_t pad_id) {
     const auto keep = target.ne(pad_id);                                 // [N]
     const auto safe_target = target.masked_fill(keep.logical_not(), 0);  // [N]
-    const CrossEntropyRows rows = rows_of(logits, safe_target);
     const auto keep_f = keep.to(torch::kFloat32);
+    // Training on the CPU: the gradient for an incoming gradient of 1 (what a loss's backward()
+    // passes) is written now, with each row still in cache; the logits need not be kept.
+    torch::Tensor gradient;
+    const CrossEntropyRows rows = logits.requires_grad() && cross_entropy_rows_supported(logits)
+                                      ? cross_entropy_rows_and_gradient(logits, safe_target, keep_f, epsilon, gradient)
+                                      : rows_of(logits, safe_target);
     const auto nll = ((rows.log_normalizer - rows.target_logit) * keep_f).sum();
     torch::Tensor loss = nll.clone();  // a tensor of its own: the nll output carries no gradient
     if (epsilon > 0) {
       const auto uniform = ((rows.log_normalizer - rows.mean_logit) * keep_f).sum();
       loss = (1.0 - epsilon) * nll + epsilon * uniform;
     }
-    ctx->save_for_backward({logits, safe_target, keep_f, rows.log_normalizer});
+    if (gradient.defined()) {
+      ctx->save_for_backward({gradient});
+    } else {
+      ctx->save_for_backward({logits, safe_target, keep_f, rows.log_normalizer});
+    }
     ctx->saved_data["epsilon"] = epsilon;
     return {loss, nll};
   }
@@ -66,6 +75,14 @@ class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntro
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
+    if (saved.size() == 1) {  // written by the forward pass for an incoming gradient of 1
+      const auto& gradient = saved[0];
+      const auto& incoming = grad_outputs[0];
+      if (incoming.item<double>() == 1.0) return {gradient, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+      // Any other incoming gradient scales it (rounded a second time in bfloat16).
+      const auto scaled = (gradient.to(torch::kFloat32) * incoming.to(torch::kFloat32)).to(gradient.scalar_type());
+      return {scaled, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
     // Each kept token's row is scaled by the incoming gradient; pad rows get zero.
     const auto row_scale = saved[2] * grad_outputs[0].to(torch::kFloat32);  // [N]
     const auto grad = gradient_of(saved[0], saved[1], saved[3], row_scale, ctx->saved_data["epsilon"].toDouble());

@@ -60,5 +60,26 @@ TEST(CrossEntropyRows, BFloat16LogitsAreReadAndWrittenInTheirDtype) {
   EXPECT_LE((error - expected.abs() * (1.0 / 256.0) - 1e-7).max().item<double>(), 0.0);
 }
 
+TEST(CrossEntropyRows, OnePassGivesTheBitsOfTheTwo) {
+  // Training writes the gradient in the forward pass, row by row after its reductions: the same
+  // bits as the reductions and then the gradient, in float32 and bfloat16, pad rows included.
+  torch::manual_seed(24);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    for (const int64_t width : {17, 8000}) {
+      const auto logits = (torch::randn({7, width}) * 4.0).to(dtype);
+      const auto target = torch::randint(0, width, {7}, torch::kLong);
+      const auto scale = torch::tensor({1.0F, 1.0F, 0.0F, 1.0F, 0.5F, 1.0F, 1.0F});
+      torch::Tensor gradient;
+      const auto together = cross_entropy_rows_and_gradient(logits, target, scale, 0.1, gradient);
+      const auto apart = cross_entropy_rows(logits, target);
+      EXPECT_TRUE(torch::equal(together.log_normalizer, apart.log_normalizer));
+      EXPECT_TRUE(torch::equal(together.target_logit, apart.target_logit));
+      EXPECT_TRUE(torch::equal(together.mean_logit, apart.mean_logit));
+      EXPECT_TRUE(torch::equal(gradient, cross_entropy_gradient(logits, target, apart.log_normalizer, scale, 0.1)))
+          << "width " << width;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tfm

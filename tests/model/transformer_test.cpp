@@ -332,6 +332,9 @@ TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
     const auto reference_grad = torch::autograd::grad({reference * 0.5}, {logits})[0];
     EXPECT_TENSOR_NEAR(ours_grad, reference_grad, 1e-6);
     EXPECT_EQ(ours_grad[1][4].abs().sum().item<double>(), 0.0) << "a pad target gets no gradient";
+    // And for the upstream gradient of 1 that a loss's backward() passes.
+    const auto again = label_smoothed_cross_entropy(logits, target, epsilon, kPadId);
+    EXPECT_TENSOR_NEAR(torch::autograd::grad({again.loss}, {logits})[0], reference_grad * 2.0, 1e-6);
   }
 }
 
