@@ -98,6 +98,17 @@ TFM_LANE_KERNEL((void reduce_and_differentiate_rows_of(const c10::BFloat16* logi
                                                        RowOutputs out, GradientInputs in, int64_t begin, int64_t end)),
                 reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end);)
 
+/// Uninitialized reductions of `count` rows.
+CrossEntropyRows empty_rows(int64_t count) {
+  return {torch::empty({count}, torch::kFloat32), torch::empty({count}, torch::kFloat32),
+          torch::empty({count}, torch::kFloat32)};
+}
+
+RowOutputs outputs_of(CrossEntropyRows& rows) {
+  return {rows.log_normalizer.data_ptr<float>(), rows.target_logit.data_ptr<float>(),
+          rows.mean_logit.data_ptr<float>()};
+}
+
 }  // namespace
 
 bool cross_entropy_rows_supported(const torch::Tensor& logits) {
@@ -110,10 +121,8 @@ CrossEntropyRows cross_entropy_rows(const torch::Tensor& logits, const torch::Te
   const auto rows = logits.contiguous();
   const auto targets = target.to(torch::kLong).contiguous();
   const int64_t count = rows.size(0), width = rows.size(1);
-  CrossEntropyRows result{torch::empty({count}, torch::kFloat32), torch::empty({count}, torch::kFloat32),
-                          torch::empty({count}, torch::kFloat32)};
-  const RowOutputs out{result.log_normalizer.data_ptr<float>(), result.target_logit.data_ptr<float>(),
-                       result.mean_logit.data_ptr<float>()};
+  CrossEntropyRows result = empty_rows(count);
+  const RowOutputs out = outputs_of(result);
   const int64_t* target_data = targets.data_ptr<int64_t>();
   at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
     if (rows.scalar_type() == torch::kFloat32) {
@@ -156,10 +165,8 @@ CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, co
   const auto targets = target.to(torch::kLong).contiguous();
   const auto scales = row_scale.to(torch::kFloat32).contiguous();
   const int64_t count = rows.size(0), width = rows.size(1);
-  CrossEntropyRows result{torch::empty({count}, torch::kFloat32), torch::empty({count}, torch::kFloat32),
-                          torch::empty({count}, torch::kFloat32)};
-  const RowOutputs out{result.log_normalizer.data_ptr<float>(), result.target_logit.data_ptr<float>(),
-                       result.mean_logit.data_ptr<float>()};
+  CrossEntropyRows result = empty_rows(count);
+  const RowOutputs out = outputs_of(result);
   const GradientInputs in{targets.data_ptr<int64_t>(), out.log_normalizer, scales.data_ptr<float>(),
                           static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
   gradient = torch::empty_like(rows);
