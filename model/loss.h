@@ -17,7 +17,8 @@ struct LossSums {
 /// per token loss = (1 - epsilon) * nll + epsilon * mean_v(-log p_v). Pad targets are ignored.
 /// Computed in float32 whatever the logits' dtype. With fused kernels (runtime/kernels.h) the
 /// [B*T, V] log-probabilities are never stored: the forward pass keeps one log-sum-exp per token and
-/// the backward pass writes softmax - target distribution directly; otherwise the plain
+/// softmax - target distribution is written directly (on the CPU while training, by the forward
+/// pass, each row while it is in cache; else by the backward pass); otherwise the plain
 /// log_softmax / gather / mean formula runs.
 /// logits: [B, T, V], target: [B, T]
 LossSums label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
