@@ -127,6 +127,13 @@ TFM_ALWAYS_INLINE void weighted_rows(const float* w, int64_t stride, const float
   }
 }
 
+/// What the values are summed with: weights[j] = probs[j] x noise[j] (noise null: no dropout).
+TFM_ALWAYS_INLINE void dropped_weights(const BFloat16* probs, const BFloat16* noise, int64_t keys, float* weights) {
+  for (int64_t j = 0; j < keys; ++j) {
+    weights[j] = static_cast<float>(probs[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
+  }
+}
+
 /// Floats of scratch one sentence takes in either pass.
 int64_t scratch_floats(const Problem& p) {
   const int64_t padded = p.padded_keys(), model = p.heads * p.head_dim;
@@ -155,10 +162,7 @@ TFM_ALWAYS_INLINE void forward_heads(const ForwardArgs& a, int64_t begin, int64_
         for (int64_t j = 0; j < p.keys; ++j) row[j] = (keep == nullptr || keep[j]) ? row[j] * p.scale : kRowNegInf;
         BFloat16* probs = a.probs + r * p.keys;
         softmax_row<Lanes>(row, p.keys, probs, nullptr, nullptr);
-        const BFloat16* noise = a.noise == nullptr ? nullptr : a.noise + r * p.keys;
-        for (int64_t j = 0; j < p.keys; ++j) {
-          weights[j] = static_cast<float>(probs[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
-        }
+        dropped_weights(probs, a.noise == nullptr ? nullptr : a.noise + r * p.keys, p.keys, weights);
         weighted_rows<Lanes>(weights, 1, values + h * dh, model, p.keys, dh,
                              a.context + (b * p.time + t) * model + h * dh);
       }
@@ -192,10 +196,7 @@ TFM_ALWAYS_INLINE void backward_heads(const BackwardArgs& a, int64_t begin, int6
         const int64_t r = p.score_row(b, h, t);
         const BFloat16* probs = a.probs + r * p.keys;
         const BFloat16* noise = a.noise == nullptr ? nullptr : a.noise + r * p.keys;
-        for (int64_t j = 0; j < p.keys; ++j) {
-          weights[t * padded + j] =
-              static_cast<float>(probs[j]) * (noise == nullptr ? 1.0F : static_cast<float>(noise[j]));
-        }
+        dropped_weights(probs, noise, p.keys, weights + t * padded);
         softmax_gradient_row<Lanes>(row, probs, noise, p.keys, p.scale, grad_scores + t * padded);
         weighted_rows<Lanes>(grad_scores + t * padded, 1, keys + h * dh, model, p.keys, dh,
                              a.grad_queries.at(b, t, q_column));
