@@ -31,8 +31,9 @@ struct SentenceSearch {
   std::vector<Hypothesis> finished;  // best first, at most K
 };
 
-/// Per-row facts for the step rules: rows a*K..a*K+K-1 are sentence a's beams.
-RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t beam, const TokenColumns& columns) {
+/// Per-row facts for the step rules: rows a*R..a*R+R-1 are sentence a's beams (R = `rows`: K, or
+/// 1 at a batch's first step).
+RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t rows, const TokenColumns& columns) {
   RowFacts facts;
   facts.step = active.front().generated;
   facts.columns = &columns;
@@ -41,13 +42,13 @@ RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t beam, cons
     const uint8_t at_max = sentence.generated + 1 >= sentence.max_len ? 1 : 0;
     facts.step = std::min(facts.step, sentence.generated);
     same_step = same_step && sentence.generated == active.front().generated;
-    for (int64_t k = 0; k < beam; ++k) {
+    for (int64_t k = 0; k < rows; ++k) {
       facts.force_eos.push_back(at_max);
       facts.history.push_back(&sentence.beams[k].tokens);
     }
   }
   if (!same_step) {
-    for (const auto& sentence : active) facts.steps.insert(facts.steps.end(), beam, sentence.generated);
+    for (const auto& sentence : active) facts.steps.insert(facts.steps.end(), rows, sentence.generated);
   }
   return facts;
 }
@@ -126,8 +127,31 @@ struct BeamSearchStream::Search {
   std::vector<int64_t> last_tokens;  // [N]
   std::vector<float> beam_scores;    // [N]: each row's log-probability so far (-inf: an empty slot)
   torch::Device device = torch::kCPU;
+  // Rows per sentence: 1 until a new batch's first step, K after. At the first step every beam
+  // would extend the same <s> over the same source, so one row per sentence is scored and then
+  // repeated, as CTranslate2 does: K - 1 rows of a full-width step are never computed.
+  int64_t rows_per_sentence = 1;
 
   Search(Scorer& scorer, const SearchOptions& options) : scorer(scorer), options(options), processors(options) {}
+
+  /// A new sentence's `rows` rows: <s> with log-probability 0 in the first, empty slots after.
+  void start_rows(int64_t rows) {
+    for (int64_t k = 0; k < rows; ++k) {
+      last_tokens.push_back(kBosId);
+      beam_scores.push_back(k == 0 ? 0.0F : -std::numeric_limits<float>::infinity());
+    }
+  }
+
+  /// Sentences that have not taken their first step get their K rows.
+  void expand_rows() {
+    const int64_t beam = options.beam;
+    if (rows_per_sentence == beam) return;
+    state->repeat_rows(static_cast<int64_t>(active.size()), beam);
+    rows_per_sentence = beam;
+    last_tokens.clear();
+    beam_scores.clear();
+    for (size_t a = 0; a < active.size(); ++a) start_rows(beam);
+  }
 };
 
 BeamSearchStream::BeamSearchStream(Scorer& scorer, const SearchOptions& options) {
@@ -148,25 +172,24 @@ void BeamSearchStream::add(const torch::Tensor& source, const std::vector<int64_
   if (batch == 0) return;
   if (!s.active.empty() && !s.scorer.joins())
     throw std::logic_error("beam search: this scorer cannot add sentences to a running batch");
-  auto state = s.scorer.start(source);
-  state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
+  auto state = s.scorer.start(source);  // [B] rows
   if (s.active.empty()) {
     s.state = std::move(state);
     s.device = source.device();
+    s.rows_per_sentence = 1;
   } else {
+    s.expand_rows();                  // sentences added since the last step, if any, get their K rows first
+    state->repeat_rows(batch, beam);  // [B*K] rows, sentence b's beams at b*K .. b*K+K-1
     s.state->append(*state);
   }
-  for (int64_t b = 0; b < batch; ++b) {  // one live beam and K - 1 empty slots
+  for (int64_t b = 0; b < batch; ++b) {  // one live beam (and K - 1 empty slots once expanded)
     SentenceSearch sentence;
     sentence.tag = tags[b];
     sentence.max_len = max_output_length(source_lengths[b], s.options);
     sentence.beams.resize(beam);
     sentence.beams[0].log_prob = 0.0;
     s.active.push_back(std::move(sentence));
-    for (int64_t k = 0; k < beam; ++k) {
-      s.last_tokens.push_back(kBosId);
-      s.beam_scores.push_back(k == 0 ? 0.0F : -std::numeric_limits<float>::infinity());
-    }
+    s.start_rows(s.rows_per_sentence);
   }
 }
 
@@ -174,17 +197,17 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   Search& s = *search_;
   std::vector<FinishedSentence> finished;
   if (s.active.empty()) return finished;
-  const int64_t beam = s.options.beam;
+  const int64_t beam = s.options.beam, rows = s.rows_per_sentence;
   auto& state = *s.state;
-  // log-probabilities values + row_offsets, [N, V'], N = active * K
+  // log-probabilities values + row_offsets, [N, V'], N = active * rows
   auto [values, row_offsets, block_maxima] =
       s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
   const int64_t scored = values.size(1);  // V'
   const auto columns = state.columns();
-  s.processors.apply(values, row_facts(s.active, beam, columns));
+  s.processors.apply(values, row_facts(s.active, rows, columns));
   const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);
   const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
-  const auto [scores_cpu, ids_cpu] = beam_top_k(values, offsets, beam, std::min<int64_t>(2 * beam, beam * scored),
+  const auto [scores_cpu, ids_cpu] = beam_top_k(values, offsets, rows, std::min<int64_t>(2 * beam, rows * scored),
                                                 s.processors.only_lower() ? block_maxima : torch::Tensor());  // [A, 2K]
   const int64_t width = scores_cpu.size(1);
 
@@ -197,14 +220,14 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
     std::vector<int64_t> tokens;
     const auto parents =
         select_next(sentence, scores_cpu.data_ptr<float>() + a * width, ids_cpu.data_ptr<int64_t>() + a * width,
-                    columns, static_cast<int64_t>(a) * beam, scored, beam, s.options.length_penalty, tokens);
+                    columns, static_cast<int64_t>(a) * rows, scored, beam, s.options.length_penalty, tokens);
     ++sentence.generated;
     if (is_done(sentence, sentence.generated, s.options)) {
       finished.push_back({sentence.tag, best_of(sentence, s.options.nbest)});
       continue;
     }
     for (int64_t k = 0; k < beam; ++k) {
-      keep_rows.push_back(static_cast<int64_t>(a) * beam + parents[k]);
+      keep_rows.push_back(static_cast<int64_t>(a) * rows + parents[k]);
       s.last_tokens.push_back(tokens[k]);
       s.beam_scores.push_back(static_cast<float>(sentence.beams[k].log_prob));
     }
@@ -215,6 +238,16 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   s.active = std::move(still_active);
   if (s.active.empty()) {
     s.state.reset();  // the next sentences start a new batch
+  } else if (rows < beam) {
+    // Every new beam extends its sentence's one row: keep the rows of those still active, then
+    // repeat each K times (the tokens and scores above are already K per sentence).
+    if (!same_source) {
+      std::vector<int64_t> kept;
+      for (size_t i = 0; i < keep_rows.size(); i += static_cast<size_t>(beam)) kept.push_back(keep_rows[i]);
+      state.reorder(torch::tensor(kept, torch::kLong).to(s.device), false);
+    }
+    state.repeat_rows(static_cast<int64_t>(s.active.size()), beam);
+    s.rows_per_sentence = beam;
   } else {
     state.reorder(torch::tensor(keep_rows, torch::kLong).to(s.device), same_source);
   }

@@ -57,7 +57,8 @@ void expect_joined_equal_alone(bool grad, const Shortlist* shortlist = nullptr) 
   const auto options = stream_options();
   BeamSearchStream stream(scorer, options);
   std::map<int64_t, std::vector<Hypothesis>> results;
-  add_sentences(stream, 0, 2);
+  add_sentences(stream, 0, 1);
+  add_sentences(stream, 1, 1);  // joins before the first step, while rows are one per sentence
   collect(stream.step(), results);
   add_sentences(stream, 2, 1);  // joins after one step
   collect(stream.step(), results);
@@ -167,6 +168,40 @@ TEST(BeamSearchStream, MinimumLengthCountsEachSentencesOwnTokens) {
     EXPECT_EQ(results[tag].front().tokens, alone.front().tokens) << "sentence " << tag;
     EXPECT_NEAR(results[tag].front().score, alone.front().score, 1e-6) << "sentence " << tag;
   }
+}
+
+/// A Transformer scorer that records how many rows each step scores.
+class RowCountingScorer : public Scorer {
+ public:
+  explicit RowCountingScorer(Transformer model) : inner_(std::move(model)) {}
+  std::unique_ptr<State> start(const torch::Tensor& source) override { return inner_.start(source); }
+  torch::Tensor step(const torch::Tensor& last_tokens, State& state) override {
+    rows_per_step.push_back(last_tokens.size(0));
+    return inner_.step(last_tokens, state);
+  }
+  int64_t vocab_size() const override { return inner_.vocab_size(); }
+  bool joins() const override { return true; }
+  std::vector<int64_t> rows_per_step;
+
+ private:
+  TransformerScorer inner_;
+};
+
+TEST(BeamSearchStream, ABatchsFirstStepScoresOneRowPerSentence) {
+  torch::NoGradGuard no_grad;
+  RowCountingScorer scorer(random_model(15, 31));
+  const auto options = stream_options();  // beam 3, min_len 2: nobody ends at the first step
+  BeamSearchStream stream(scorer, options);
+  add_sentences(stream, 0, 4);
+  stream.step();
+  stream.step();
+  add_sentences(stream, 4, 2);  // joins a running batch: its first step is one of K rows each
+  const auto in_flight = static_cast<int64_t>(stream.sentences());
+  stream.step();
+  ASSERT_EQ(scorer.rows_per_step.size(), 3U);
+  EXPECT_EQ(scorer.rows_per_step[0], 4);
+  EXPECT_EQ(scorer.rows_per_step[1], 4 * options.beam);
+  EXPECT_EQ(scorer.rows_per_step[2], in_flight * options.beam);
 }
 
 /// A Transformer scorer that does not say it can join.
