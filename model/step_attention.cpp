@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -45,6 +50,26 @@ constexpr int64_t kBlockItems = 32;
 constexpr int64_t kGroupItems = kVectorLanes;
 static_assert(kBlockItems % kGroupItems == 0, "a block is whole groups");
 
+/// How many positions ahead the kernels ask for keys and values: a block's items at one position
+/// lie side by side, but positions lie a whole cache layer apart (rows x heads x Dh), far beyond
+/// what the CPU's own prefetchers follow, so every position's first read would wait on memory.
+constexpr int64_t kPrefetchPositions = 4;
+
+/// Whether the kernels prefetch: positions lie a page or more apart (a time-major cache, not an
+/// encoder output) and the cache spans more than a core's second-level cache (a small batch's
+/// stays there from one layer's step to the next, and prefetching it only costs instructions).
+template <typename K>
+TFM_ALWAYS_INLINE bool worth_prefetching(int64_t position_stride, int64_t positions) {
+  const int64_t stride_bytes = position_stride * static_cast<int64_t>(sizeof(K));
+  return stride_bytes >= 4096 && stride_bytes * positions >= (int64_t{2} << 20);
+}
+
+/// Asks the CPU to bring [data, data + bytes) into its caches.
+TFM_ALWAYS_INLINE void prefetch_bytes(const void* data, int64_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset);
+}
+
 /// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
 /// scores at a position are one vector), and per item the scaled query and the weighted sum of
 /// values [Dh]; and S zeros, the cache rows of an item that reads its own row at every position.
@@ -59,6 +84,7 @@ struct Scratch {
 /// keys + s * k_s + slots[s] * k_b (its value likewise).
 template <typename Q, typename K>
 struct ItemViews {
+  const Q* query;  // [Dh], as stored (unscaled)
   const K* keys;
   const K* values;
   const int64_t* slots;  // [S]
@@ -78,28 +104,15 @@ TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t i
   const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
   const Q* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
   Q* out = a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim;
-  if (a.slots != nullptr) return {a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first};
-  return {a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first};
+  if (a.slots != nullptr) return {q, a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first};
+  return {q, a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first};
 }
 
-/// The scores of a group's items (one per lane) at position s: q k / sqrt(Dh) + bias, -inf where
-/// an item does not attend s. Each dot product adds its products in 16 lanes (the last head_dim %
-/// 16 into lane 0) and then the lanes.
+/// A group's raw scores (one item per lane) at position s -> q k / sqrt(Dh) + bias, -inf where an
+/// item does not attend s.
 template <typename Lanes, typename Q, typename K>
-TFM_ALWAYS_INLINE Lanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
-                                     int64_t s) {
-  const int64_t head_dim = a.head_dim, whole = head_dim / kVectorLanes * kVectorLanes;
-  Lanes products[kGroupItems];
-  for (int64_t i = 0; i < kGroupItems; ++i) {
-    const float* query = queries + i * head_dim;
-    const K* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
-    Lanes sum{};
-    for (int64_t d = 0; d < whole; d += kVectorLanes) sum += load_lanes<Lanes>(query + d) * load_lanes<Lanes>(key + d);
-    float lane0 = sum[0];
-    for (int64_t d = whole; d < head_dim; ++d) lane0 += query[d] * static_cast<float>(key[d]);
-    products[i] = with_lane0(sum, lane0);
-  }
-  Lanes scores = sums_of_lanes(products);
+TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, Lanes scores,
+                                        int64_t s) {
   if (a.bias != nullptr) {
     float bias[kGroupItems];
     for (int64_t i = 0; i < kGroupItems; ++i) bias[i] = static_cast<float>(items[i].bias[s * a.bias_s]);
@@ -111,6 +124,32 @@ TFM_ALWAYS_INLINE Lanes group_scores(const StepViews<Q, K>& a, const ItemViews<Q
   const Lanes mask = load_lanes<Lanes>(masked);
   return where(mask < 0.0F, mask, scores);
 }
+
+/// The scores' products in float lanes: each item's query scaled by 1 / sqrt(Dh) into float
+/// (`queries`), each dot product added in 16 lanes (the last head_dim % 16 into lane 0) and then
+/// the lanes. Every CPU class computes the same bits.
+struct FloatProducts {
+  template <typename Lanes, typename Q, typename K>
+  TFM_ALWAYS_INLINE static Lanes scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
+                                        int64_t s) {
+    const int64_t head_dim = a.head_dim, whole = head_dim / kVectorLanes * kVectorLanes;
+    Lanes products[kGroupItems];
+    const int64_t ahead = s + kPrefetchPositions;
+    const bool prefetch = ahead < a.keys && worth_prefetching<K>(a.k_s, a.keys);
+    for (int64_t i = 0; i < kGroupItems; ++i) {
+      const float* query = queries + i * head_dim;
+      const K* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
+      if (prefetch) prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, head_dim * sizeof(K));
+      Lanes sum{};
+      for (int64_t d = 0; d < whole; d += kVectorLanes)
+        sum += load_lanes<Lanes>(query + d) * load_lanes<Lanes>(key + d);
+      float lane0 = sum[0];
+      for (int64_t d = whole; d < head_dim; ++d) lane0 += query[d] * static_cast<float>(key[d]);
+      products[i] = with_lane0(sum, lane0);
+    }
+    return finished_scores(a, items, sums_of_lanes(products), s);
+  }
+};
 
 /// A group's scores [S, kBlockItems] at positions [first, length) -> softmax weights in place,
 /// each lane (item) over its positions. -> per lane, whether the item attends any key.
@@ -141,9 +180,14 @@ TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stri
                                              int64_t slot_stride, const float* weights, int64_t first, int64_t length,
                                              float* sum) {
   Lanes lanes[Chunks] = {};
+  const bool far = worth_prefetching<K>(value_stride, length);
   for (int64_t s = first; s < length; ++s) {
     const Lanes weight = splat<Lanes>(weights[s * kBlockItems]);
     const K* value = values + s * value_stride + slots[s] * slot_stride;
+    if (far && s + kPrefetchPositions < length) {
+      const int64_t ahead = s + kPrefetchPositions;
+      prefetch_bytes(values + ahead * value_stride + slots[ahead] * slot_stride, Chunks * kVectorLanes * sizeof(K));
+    }
     for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes<Lanes>(value + c * kVectorLanes);
   }
   for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + c * kVectorLanes, lanes[c]);
@@ -171,7 +215,7 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews
 }
 
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
-template <typename Lanes, typename Q, typename K>
+template <typename Lanes, typename Products, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
   const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
@@ -192,7 +236,7 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t item = g * kGroupItems;
       store_lanes(scores + s * kBlockItems + item,
-                  group_scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s));
+                  Products::template scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s));
     }
   }
   decltype(group_softmax<Lanes>(nullptr, 0, 0)) attends[kBlockItems / kGroupItems];
@@ -211,11 +255,11 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
 }
 
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
-template <typename Lanes, typename Q, typename K>
+template <typename Lanes, typename Products = FloatProducts, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
-    attend_block<Lanes>(a, block, std::min(end, block + kBlockItems), scratch);
+    attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }
 
@@ -227,12 +271,64 @@ TFM_LANE_KERNEL((void attend_range(const StepViews<BFloat16, BFloat16>& a, int64
 TFM_LANE_KERNEL((void attend_range(const StepViews<float, BFloat16>& a, int64_t begin, int64_t end)),
                 attend_items<Lanes>(a, begin, end);)
 
+// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+// With bfloat16 queries and keys, AVX512-BF16's dot product instruction does 32 multiply-adds into
+// 16 float lanes where widening a key to float and multiplying takes three instructions per 16: a
+// score's products are exact in float either way, only their order of addition differs.
+#define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
+/// The scores' products by the dot product instruction, over the queries as stored; the sum is
+/// scaled by 1 / sqrt(Dh) afterwards. head_dim: a multiple of 32.
+struct BFloat16DotProducts {
+  TFM_BF16_DOT_TARGET static WideLanes scores(const StepViews<BFloat16, BFloat16>& a,
+                                              const ItemViews<BFloat16, BFloat16>* items, const float* /*queries*/,
+                                              int64_t s) {
+    WideLanes products[kGroupItems];
+    const int64_t ahead = s + kPrefetchPositions;
+    const bool prefetch = ahead < a.keys && worth_prefetching<BFloat16>(a.k_s, a.keys);
+    for (int64_t i = 0; i < kGroupItems; ++i) {
+      const BFloat16* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
+      if (prefetch) prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, a.head_dim * 2);
+      __m512 sum = _mm512_setzero_ps();
+      for (int64_t d = 0; d < a.head_dim; d += 2 * kVectorLanes) {
+        sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(_mm512_loadu_si512(items[i].query + d)),
+                               reinterpret_cast<__m512bh>(_mm512_loadu_si512(key + d)));
+      }
+      products[i].v = reinterpret_cast<FloatWhole>(sum);
+    }
+    return finished_scores(a, items, sums_of_lanes(products) * (1.0F / a.sqrt_head_dim), s);
+  }
+  template <typename Lanes>
+  TFM_ALWAYS_INLINE static WideLanes scores(const StepViews<BFloat16, BFloat16>& a,
+                                            const ItemViews<BFloat16, BFloat16>* items, const float* queries,
+                                            int64_t s) {
+    return scores(a, items, queries, s);
+  }
+};
+TFM_BF16_DOT_TARGET void attend_range_bf16_dot(const StepViews<BFloat16, BFloat16>& a, int64_t begin, int64_t end) {
+  attend_items<WideLanes, BFloat16DotProducts>(a, begin, end);
+}
+#endif
+
+/// attend_range, or with bfloat16 queries and keys the dot product instruction's version where the
+/// CPU has it.
+template <typename Q, typename K>
+void best_attend_range(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
+#ifdef TFM_BF16_DOT_TARGET
+  if constexpr (std::is_same_v<Q, BFloat16> && std::is_same_v<K, BFloat16>) {
+    static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
+    if (cpu_has_it && a.head_dim % (2 * kVectorLanes) == 0) return attend_range_bf16_dot(a, begin, end);
+  }
+#endif
+  attend_range(a, begin, end);
+}
+
 template <typename Q, typename K>
 void attend_all(const StepViews<Q, K>& a) {
   const int64_t items = a.rows * a.heads * a.queries;
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, a.keys * a.head_dim));
-  at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { attend_range(a, begin, end); });
+  at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { best_attend_range(a, begin, end); });
 }
 
 template <typename Q, typename K>

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/tensor_assert.h"
@@ -84,18 +85,25 @@ TEST(StepAttention, GroupedQueriesWithAPaddingBias) {
 }
 
 TEST(StepAttention, BFloat16ComputesInFloat) {
+  // Head sizes that are whole pairs of 16 lanes (where AVX512-BF16 has it, its dot product
+  // instruction computes their scores) and one that is not; 40 rows x 4 heads: several blocks.
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
-  const auto q = torch::randn({6, 4, 1, 32}).to(torch::kBFloat16);
-  const auto keys = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
-  const auto values = torch::randn({6, 4, 11, 32}).to(torch::kBFloat16);
-  const auto bias = torch::zeros({6, 1, 1, 11}).to(torch::kBFloat16);
-  const auto out = step_attention(q, keys, values, bias);
-  ASSERT_EQ(out.scalar_type(), torch::kBFloat16);
-  // Only the output's rounding to bfloat16 (8 bits of mantissa) separates it from the float64 formula.
-  const auto expected = reference(q, keys, values, bias, 0);
-  EXPECT_LE((out.to(torch::kFloat64) - expected).abs().max().item<double>(),
-            expected.abs().max().item<double>() * std::pow(2.0, -8));
+  for (const int64_t head_dim : {32, 48, 64, 96}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim));
+    const auto q = torch::randn({40, 4, 1, head_dim}).to(torch::kBFloat16);
+    const auto keys = torch::randn({40, 4, 11, head_dim}).to(torch::kBFloat16);
+    const auto values = torch::randn({40, 4, 11, head_dim}).to(torch::kBFloat16);
+    auto bias = torch::zeros({40, 1, 1, 11}).to(torch::kBFloat16);
+    bias.narrow(0, 0, 20).narrow(3, 9, 2).fill_(-kInf);  // padding in half the rows
+    const auto out = step_attention(q, keys, values, bias, 1);
+    ASSERT_EQ(out.scalar_type(), torch::kBFloat16);
+    // Only the output's rounding to bfloat16 (8 bits of mantissa) separates it from the float64
+    // formula: the products and sums are float.
+    const auto expected = reference(q, keys, values, bias, 1);
+    EXPECT_LE((out.to(torch::kFloat64) - expected).abs().max().item<double>(),
+              expected.abs().max().item<double>() * std::pow(2.0, -8));
+  }
 }
 
 TEST(StepAttention, AFloatQueryReadsABFloat16Cache) {
