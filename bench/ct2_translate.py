@@ -33,8 +33,9 @@ Differences that remain (outputs can differ slightly from tfm's with --beam > 1)
   * length penalty: CTranslate2 divides a hypothesis' log-probability by |Y|^alpha with |Y|
     excluding eos; tfm uses GNMT's ((5 + |Y|) / 6)^alpha with |Y| counting eos. Greedy search
     (--beam 1) is unaffected.
-  * beam search bookkeeping (when a sentence stops, how finished hypotheses are collected) is
-    CTranslate2's own, and its kernels (oneDNN/MKL/ruy GEMMs, fused softmax/layer norm) round
+  * when a sentence stops: with a length penalty, CTranslate2 ends it once `beam` hypotheses have
+    finished (patience 1), as tfm's --early-stop does; tfm's default searches on until no live
+    hypothesis can still beat them. Its kernels (oneDNN/MKL/ruy GEMMs, fused softmax/layer norm) round
     differently from LibTorch's, so a near-tie can go the other way.
   * int8: CTranslate2 quantizes per output row, the embeddings/output projection included, with its
     own int8 GEMM; tfm's --quantize int8 is its own scheme. Compare their BLEU, not their strings.

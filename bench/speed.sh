@@ -5,13 +5,15 @@
 #     (bench/reference_train.py) and tfm, the same updates;
 #   - decoding test_2016_flickr (1000 sentences, beam 4): the plain-PyTorch reference
 #     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
-#     without its vocabulary shortlist, and CTranslate2 float32/int8 on the same weights, each with
+#     without its vocabulary shortlist, the default mode with CTranslate2's stopping rule
+#     (--early-stop), and CTranslate2 float32/int8 on the same weights, each with
 #     one batch on every thread and (rows "xN") N batches at once on a thread each
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
 #     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
 #     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
-#     smaller), the shortlist's speed-up, batch-1 latency against CTranslate2's best.
+#     smaller), the same with both stopping alike, the shortlist's speed-up, batch-1 latency
+#     against CTranslate2's best.
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
@@ -113,7 +115,12 @@ row "PyTorch reference fp32" "$out/hyp.ref" "$out/log.ref" "$(cat "$out/rss")"
 "$tfm" shortlist --model "$model" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
   --out "$out/model.pt" 2> "$out/shortlist.log"
 modes=(fp32 fp32-shortlist int8 int8-shortlist)
-"$tfm" --version | grep -q 'bf16: cpu yes' && modes+=(bf16 bf16-shortlist)
+[ "$bf16_native" = 1 ] && modes+=(bf16 bf16-shortlist)
+# The default mode once more with CTranslate2's stopping rule: with a length penalty it ends a
+# sentence once `beam` hypotheses have finished (patience 1), which is tfm's --early-stop; tfm's
+# default searches on until no live hypothesis can still win (more steps, the same or better score).
+default_mode=fp32 && [ "$bf16_native" = 1 ] && default_mode=bf16
+modes+=("$default_mode-early-stop")
 for mode in "${modes[@]}"; do
   flags=(--lenpen 0.6)  # the reference's and CTranslate2's alpha
   dtype=float32
@@ -121,11 +128,14 @@ for mode in "${modes[@]}"; do
     int8*) flags+=(--quantize int8) ;;
     bf16*) dtype=bfloat16 ;;
   esac
-  case "$mode" in *-shortlist) flags+=(--shortlist) ;; esac
+  case "$mode" in
+    *-shortlist) flags+=(--shortlist) ;;
+    *-early-stop) flags+=(--early-stop) ;;
+  esac
   timed "$tfm" --threads "$threads" translate --model "$out/model.pt" --dtype "$dtype" "${flags[@]}" \
     < "$out/test.en" > "$out/hyp.tfm-$mode" 2> "$out/log.tfm-$mode"
   rss=$(cat "$out/rss")
-  latency=() && for t in "$threads" 1; do
+  latency=() && [[ $mode != *-early-stop ]] && for t in "$threads" 1; do
     latency+=("$("$python" "$here/latency.py" "$tfm" "$out/model.pt" "$out/test.en" --dtype "$dtype" \
       "${flags[@]/#/--tfm-flag=}" "--tfm-flag=--threads=$t" 2> /dev/null)")
   done
@@ -166,11 +176,14 @@ echo "== tfm against CTranslate2 in this run: issue 32's ratios (speed: higher i
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 ct2_best=${fastest[int8]}
 (( $(echo "${speed_of[${fastest[float32]}]} > ${speed_of[$ct2_best]}" | bc) )) && ct2_best=${fastest[float32]}
-default="tfm fp32"; [ "$bf16_native" = 1 ] && default="tfm bf16"
+default="tfm $default_mode"
 printf '%-52s %8s %8s\n' comparison speed memory
 one_batch() { echo "${1% x*}"; }  # a CTranslate2 row's one-batch row: its memory, the smaller
 printf '%-52s %8s %8s\n' "$default (the default) / $ct2_best" "$(ratio "${speed_of[$default]}" "${speed_of[$ct2_best]}")" \
   "$(ratio "${mib_of[$default]}" "${mib_of[$(one_batch "$ct2_best")]}")"
+printf '%-52s %8s %8s\n' "$default-early-stop (CTranslate2's stopping rule) / $ct2_best" \
+  "$(ratio "${speed_of[$default-early-stop]}" "${speed_of[$ct2_best]}")" \
+  "$(ratio "${mib_of[$default-early-stop]}" "${mib_of[$(one_batch "$ct2_best")]}")"
 for pair in "tfm int8:${fastest[int8]}" "tfm fp32:${fastest[float32]}"; do
   printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
     "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[$(one_batch "${pair##*:}")]}")"
