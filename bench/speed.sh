@@ -10,6 +10,8 @@
 #     one batch on every thread and (rows "xN") N batches at once on a thread each
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
 #     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
+#     sentences/s is the median of DECODE_ROUNDS (default 3) rounds that run every engine in turn,
+#     since one run moves 10-20% with the host's load;
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
 #     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
 #     smaller), the same with both stopping alike, the shortlist's speed-up, batch-1 latency
@@ -18,7 +20,8 @@
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
 #   UPDATES 0 skips training; DECODING=0 in the environment skips decoding; TRAIN_ROUNDS, default 3,
-#   interleaved rounds of training per engine, of which each engine's median is reported)
+#   interleaved rounds of training per engine, of which each engine's median is reported;
+#   DECODE_ROUNDS likewise for decoding)
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL PREPARED_DIR [UPDATES]}
 model=${2:?model file}
@@ -91,29 +94,17 @@ done
 fi
 
 [ "${DECODING:-1}" = 0 ] && exit 0
-echo
-echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, max length source + 50"
-echo "   (p50: batch-1 latency, median of 100 lines sent one at a time; shortlist: \`tfm shortlist\` from Multi30k train)"
-printf '%-28s %12s %8s %8s %10s %10s %12s %12s\n' engine sentences/s ratio BLEU identical peak_MiB \
-  "p50_ms_${threads}thr" p50_ms_1thr
-bleu() { "$tfm" eval --hyp "$1" --ref "$out/test.de" --width 2 2>/dev/null | grep -oE '= [0-9.]+' | head -1 | cut -c3-; }
-same() { paste -d '\t' "$out/hyp.tfm-fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l; }
-declare -A speed_of mib_of p50_of fastest  # by row name (fastest: by compute type), for the ratios at the end
-row() {  # row NAME HYP LOG RSS_KB [LATENCY] [LATENCY_1_THREAD]
-  local sps; sps=$(grep -oE '[0-9.]+ sentences/s' "$3" | tail -1 | cut -d' ' -f1)
-  [ -z "${ref_sps:-}" ] && ref_sps=$sps
-  speed_of[$1]=$sps; mib_of[$1]=$(( $4 / 1024 ))
-  [ -n "${5:-}" ] && p50_of[$1]=$(printf '%s\n' "$5" "${6:-$5}" | sort -g | head -1)
-  printf '%-28s %12s %8.2f %8s %10s %10s %12s %12s\n' "$1" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" "$(bleu "$2")" \
-    "$( [ -f "$out/hyp.tfm-fp32" ] && same "$2" || echo -)" "$(( $4 / 1024 ))" "${5:--}" "${6:--}"
-}
-timed() { /usr/bin/time -f '%M' -o "$out/rss" "$@"; }
-timed "$python" "$here/reference_translate.py" --model "$model" --threads "$threads" < "$out/test.en" \
-  > "$out/hyp.ref" 2> "$out/log.ref"
-row "PyTorch reference fp32" "$out/hyp.ref" "$out/log.ref" "$(cat "$out/rss")"
+decode_rounds=${DECODE_ROUNDS:-3}
 # One model file with a shortlist serves every tfm row (without --shortlist it is the same model).
 "$tfm" shortlist --model "$model" --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
   --out "$out/model.pt" 2> "$out/shortlist.log"
+if [ ! -x "$ct2_python" ]; then  # CTranslate2 in a venv of its own: never a dependency of tfm
+  python3 -m venv "$(dirname "$(dirname "$ct2_python")")"
+  "$ct2_python" -m pip install -q ctranslate2 sentencepiece
+fi
+ct2_version=$("$ct2_python" -c 'import ctranslate2; print(ctranslate2.__version__)')
+"$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
+
 modes=(fp32 fp32-shortlist int8 int8-shortlist)
 [ "$bf16_native" = 1 ] && modes+=(bf16 bf16-shortlist)
 # The default mode once more with CTranslate2's stopping rule: with a length penalty it ends a
@@ -121,50 +112,103 @@ modes=(fp32 fp32-shortlist int8 int8-shortlist)
 # default searches on until no live hypothesis can still win (more steps, the same or better score).
 default_mode=fp32 && [ "$bf16_native" = 1 ] && default_mode=bf16
 modes+=("$default_mode-early-stop")
-for mode in "${modes[@]}"; do
-  flags=(--lenpen 0.6)  # the reference's and CTranslate2's alpha
-  dtype=float32
-  case "$mode" in
-    int8*) flags+=(--quantize int8) ;;
-    bf16*) dtype=bfloat16 ;;
-  esac
-  case "$mode" in
-    *-shortlist) flags+=(--shortlist) ;;
-    *-early-stop) flags+=(--early-stop) ;;
-  esac
-  timed "$tfm" --threads "$threads" translate --model "$out/model.pt" --dtype "$dtype" "${flags[@]}" \
-    < "$out/test.en" > "$out/hyp.tfm-$mode" 2> "$out/log.tfm-$mode"
-  rss=$(cat "$out/rss")
-  latency=() && [[ $mode != *-early-stop ]] && for t in "$threads" 1; do
-    latency+=("$("$python" "$here/latency.py" "$tfm" "$out/model.pt" "$out/test.en" --dtype "$dtype" \
-      "${flags[@]/#/--tfm-flag=}" "--tfm-flag=--threads=$t" 2> /dev/null)")
-  done
-  row "tfm $mode" "$out/hyp.tfm-$mode" "$out/log.tfm-$mode" "$rss" "${latency[@]}"
-done
-if [ ! -x "$ct2_python" ]; then  # CTranslate2 in a venv of its own: never a dependency of tfm
-  python3 -m venv "$(dirname "$(dirname "$ct2_python")")"
-  "$ct2_python" -m pip install -q ctranslate2 sentencepiece
-fi
-"$ct2_python" -c 'import ctranslate2; print("CTranslate2", ctranslate2.__version__)'
-"$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
-# Each compute type twice where there are several threads: one batch on every thread, and one
-# batch per thread at once (inter_threads), CTranslate2's faster int8 on two cores.
+# Each CTranslate2 compute type twice where there are several threads: one batch on every thread,
+# and one batch per thread at once (inter_threads), CTranslate2's faster int8 on two cores.
 splits=("$threads 1") && [ "$threads" -gt 1 ] && splits+=("1 $threads")
+engines=("PyTorch reference fp32")
+for mode in "${modes[@]}"; do engines+=("tfm $mode"); done
 for compute in float32 int8; do
   for split in "${splits[@]}"; do
     read -r intra inter <<< "$split"
     name="CTranslate2 $compute" && [ "$inter" -gt 1 ] && name+=" x$inter"
-    timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$intra" --inter-threads "$inter" \
-      --compute-type "$compute" < "$out/test.en" > "$out/hyp.ct2-$compute-$inter" 2> "$out/log.ct2-$compute-$inter"
-    rss=$(cat "$out/rss")
-    latency=()  # batch-1 latency: one sentence is one batch, whatever inter_threads says
-    [ "$inter" = 1 ] && for t in "$threads" 1; do
-      latency+=("$("$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
-        --latency-lines 100 < "$out/test.en")")
-    done
-    row "$name" "$out/hyp.ct2-$compute-$inter" "$out/log.ct2-$compute-$inter" "$rss" "${latency[@]}"
+    engines+=("$name")
   done
-  # The faster split of this compute type: what tfm is compared with.
+done
+
+key_of() { echo "${1// /_}"; }
+tfm_settings() {  # tfm_settings MODE: sets dtype and flags
+  flags=(--lenpen 0.6)  # the reference's and CTranslate2's alpha
+  dtype=float32
+  case "$1" in
+    int8*) flags+=(--quantize int8) ;;
+    bf16*) dtype=bfloat16 ;;
+  esac
+  case "$1" in
+    *-shortlist) flags+=(--shortlist) ;;
+    *-early-stop) flags+=(--early-stop) ;;
+  esac
+}
+ct2_settings() {  # ct2_settings NAME ("CTranslate2 int8 x2"): sets compute, intra and inter
+  read -r _ compute inter <<< "$1"
+  inter=${inter#x}
+  [ -n "$inter" ] || inter=1
+  intra=$(( inter > 1 ? 1 : threads ))
+}
+timed() { /usr/bin/time -f '%M' -o "$out/rss" "$@"; }
+run_once() {  # run_once NAME: one throughput run -> $out/hyp.KEY, log.KEY, rss.KEY; sentences/s appended to sps.KEY
+  local key; key=$(key_of "$1")
+  case "$1" in
+    "PyTorch reference fp32")
+      timed "$python" "$here/reference_translate.py" --model "$model" --threads "$threads" < "$out/test.en" \
+        > "$out/hyp.$key" 2> "$out/log.$key" ;;
+    "tfm "*)
+      tfm_settings "${1#tfm }"
+      timed "$tfm" --threads "$threads" translate --model "$out/model.pt" --dtype "$dtype" "${flags[@]}" \
+        < "$out/test.en" > "$out/hyp.$key" 2> "$out/log.$key" ;;
+    "CTranslate2 "*)
+      ct2_settings "$1"
+      timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$intra" --inter-threads "$inter" \
+        --compute-type "$compute" < "$out/test.en" > "$out/hyp.$key" 2> "$out/log.$key" ;;
+  esac
+  cp "$out/rss" "$out/rss.$key"
+  grep -oE '[0-9.]+ sentences/s' "$out/log.$key" | tail -1 | cut -d' ' -f1 >> "$out/sps.$key"
+}
+latencies() {  # latencies NAME: batch-1 p50 at all threads and at one, where measured
+  case "$1" in
+    "tfm "*-early-stop) ;;
+    "tfm "*)
+      tfm_settings "${1#tfm }"
+      for t in "$threads" 1; do
+        "$python" "$here/latency.py" "$tfm" "$out/model.pt" "$out/test.en" --dtype "$dtype" \
+          "${flags[@]/#/--tfm-flag=}" "--tfm-flag=--threads=$t" 2> /dev/null
+      done ;;
+    "CTranslate2 "*" x"*) ;;  # one sentence is one batch, whatever inter_threads says
+    "CTranslate2 "*)
+      ct2_settings "$1"
+      for t in "$threads" 1; do
+        "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
+          --latency-lines 100 < "$out/test.en"
+      done ;;
+  esac
+}
+
+echo
+echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, at most 50 tokens with eos; CTranslate2 $ct2_version"
+echo "   (sentences/s: median of $decode_rounds rounds, every engine in turn (DECODE_ROUNDS; the PyTorch reference"
+echo "   once); p50: batch-1 latency, median of 100 lines sent one at a time; shortlist: \`tfm shortlist\` from Multi30k train)"
+for round in $(seq "$decode_rounds"); do
+  for engine in "${engines[@]}"; do
+    [ "$round" -gt 1 ] && [ "$engine" = "PyTorch reference fp32" ] && continue
+    run_once "$engine"
+  done
+done
+printf '%-28s %12s %8s %8s %10s %10s %12s %12s   %s\n' engine sentences/s ratio BLEU identical peak_MiB \
+  "p50_ms_${threads}thr" p50_ms_1thr rounds
+bleu() { "$tfm" eval --hyp "$1" --ref "$out/test.de" --width 2 2>/dev/null | grep -oE '= [0-9.]+' | head -1 | cut -c3-; }
+same() { paste -d '\t' "$out/hyp.tfm_fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l; }
+declare -A speed_of mib_of p50_of fastest  # by row name (fastest: by compute type), for the ratios at the end
+for engine in "${engines[@]}"; do
+  key=$(key_of "$engine")
+  sps=$(sort -g "$out/sps.$key" | sed -n "$(( ($(wc -l < "$out/sps.$key") + 1) / 2 ))p")
+  [ -z "${ref_sps:-}" ] && ref_sps=$sps
+  mapfile -t latency < <(latencies "$engine")
+  speed_of[$engine]=$sps; mib_of[$engine]=$(( $(cat "$out/rss.$key") / 1024 ))
+  [ "${#latency[@]}" -gt 0 ] && p50_of[$engine]=$(printf '%s\n' "${latency[@]}" | sort -g | head -1)
+  printf '%-28s %12s %8.2f %8s %10s %10s %12s %12s   %s\n' "$engine" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" \
+    "$(bleu "$out/hyp.$key")" "$( [ "$engine" = "PyTorch reference fp32" ] && echo - || same "$out/hyp.$key")" \
+    "${mib_of[$engine]}" "${latency[0]:--}" "${latency[1]:--}" "$(paste -sd' ' "$out/sps.$key")"
+done
+for compute in float32 int8; do  # the faster split of each compute type: what tfm is compared with
   fastest["$compute"]="CTranslate2 $compute"
   if [ "${#splits[@]}" -gt 1 ] && (( $(echo "${speed_of[CTranslate2 $compute x$threads]} > ${speed_of[CTranslate2 $compute]}" | bc) )); then
     fastest["$compute"]="CTranslate2 $compute x$threads"
