@@ -125,6 +125,16 @@ TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemView
   return where(mask < 0.0F, mask, scores);
 }
 
+/// Asks for the keys of a group's items kPrefetchPositions after position s, where worth it.
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE void prefetch_keys_ahead(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, int64_t s) {
+  const int64_t ahead = s + kPrefetchPositions;
+  if (ahead >= a.keys || !worth_prefetching<K>(a.k_s, a.keys)) return;
+  for (int64_t i = 0; i < kGroupItems; ++i) {
+    prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, a.head_dim * sizeof(K));
+  }
+}
+
 /// The scores' products in float lanes: each item's query scaled by 1 / sqrt(Dh) into float
 /// (`queries`), each dot product added in 16 lanes (the last head_dim % 16 into lane 0) and then
 /// the lanes. Every CPU class computes the same bits.
@@ -133,13 +143,11 @@ struct FloatProducts {
   TFM_ALWAYS_INLINE static Lanes scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
                                         int64_t s) {
     const int64_t head_dim = a.head_dim, whole = head_dim / kVectorLanes * kVectorLanes;
+    prefetch_keys_ahead(a, items, s);
     Lanes products[kGroupItems];
-    const int64_t ahead = s + kPrefetchPositions;
-    const bool prefetch = ahead < a.keys && worth_prefetching<K>(a.k_s, a.keys);
     for (int64_t i = 0; i < kGroupItems; ++i) {
       const float* query = queries + i * head_dim;
       const K* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
-      if (prefetch) prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, head_dim * sizeof(K));
       Lanes sum{};
       for (int64_t d = 0; d < whole; d += kVectorLanes)
         sum += load_lanes<Lanes>(query + d) * load_lanes<Lanes>(key + d);
@@ -283,12 +291,10 @@ struct BFloat16DotProducts {
   TFM_BF16_DOT_TARGET static WideLanes scores(const StepViews<BFloat16, BFloat16>& a,
                                               const ItemViews<BFloat16, BFloat16>* items, const float* /*queries*/,
                                               int64_t s) {
+    prefetch_keys_ahead(a, items, s);
     WideLanes products[kGroupItems];
-    const int64_t ahead = s + kPrefetchPositions;
-    const bool prefetch = ahead < a.keys && worth_prefetching<BFloat16>(a.k_s, a.keys);
     for (int64_t i = 0; i < kGroupItems; ++i) {
       const BFloat16* key = items[i].keys + s * a.k_s + items[i].slots[s] * a.k_b;
-      if (prefetch) prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, a.head_dim * 2);
       __m512 sum = _mm512_setzero_ps();
       for (int64_t d = 0; d < a.head_dim; d += 2 * kVectorLanes) {
         sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(_mm512_loadu_si512(items[i].query + d)),
