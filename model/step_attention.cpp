@@ -71,8 +71,9 @@ TFM_ALWAYS_INLINE void prefetch_bytes(const void* data, int64_t bytes) {
 }
 
 /// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
-/// scores at a position are one vector), and per item the scaled query and the weighted sum of
-/// values [Dh]; and S zeros, the cache rows of an item that reads its own row at every position.
+/// scores at a position are one vector), and per item the scaled query (float products only) and
+/// the weighted sum of values [Dh]; and S zeros, the cache rows of an item that reads its own row
+/// at every position.
 struct Scratch {
   std::vector<float> scores, queries, sums;
   std::vector<int64_t> own_row;
@@ -94,13 +95,11 @@ struct ItemViews {
 };
 
 template <typename Q, typename K>
-TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, float* query,
-                                             const int64_t* own_row) {
+TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, const int64_t* own_row) {
   const int64_t t = item % a.queries;
   const int64_t h = item / a.queries % a.heads;
   const int64_t b = item / (a.queries * a.heads);
   const Q* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
-  for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(q[d]) / a.sqrt_head_dim;
   const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
   const Q* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
   Q* out = a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim;
@@ -139,6 +138,11 @@ TFM_ALWAYS_INLINE void prefetch_keys_ahead(const StepViews<Q, K>& a, const ItemV
 /// (`queries`), each dot product added in 16 lanes (the last head_dim % 16 into lane 0) and then
 /// the lanes. Every CPU class computes the same bits.
 struct FloatProducts {
+  /// query [Dh] = the item's query / sqrt(Dh), in float.
+  template <typename Q, typename K>
+  TFM_ALWAYS_INLINE static void prepare(const StepViews<Q, K>& a, const ItemViews<Q, K>& item, float* query) {
+    for (int64_t d = 0; d < a.head_dim; ++d) query[d] = static_cast<float>(item.query[d]) / a.sqrt_head_dim;
+  }
   template <typename Lanes, typename Q, typename K>
   TFM_ALWAYS_INLINE static Lanes scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const float* queries,
                                         int64_t s) {
@@ -230,14 +234,14 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   ItemViews<Q, K> items[kBlockItems];
   int64_t block_first = length;
   for (int64_t i = 0; i < count; ++i) {
-    items[i] = item_views(a, begin + i, &scratch.queries[i * head_dim], scratch.own_row.data());
+    items[i] = item_views(a, begin + i, scratch.own_row.data());
     block_first = std::min(block_first, items[i].first);
   }
   for (int64_t i = count; i < groups * kGroupItems; ++i) {  // a short group's spare lanes attend nothing
     items[i] = items[0];
     items[i].first = length;
-    std::copy_n(&scratch.queries[0], head_dim, &scratch.queries[i * head_dim]);
   }
+  for (int64_t i = 0; i < groups * kGroupItems; ++i) Products::prepare(a, items[i], &scratch.queries[i * head_dim]);
 
   float* scores = scratch.scores.data();
   for (int64_t s = block_first; s < length; ++s) {
@@ -288,6 +292,9 @@ TFM_LANE_KERNEL((void attend_range(const StepViews<float, BFloat16>& a, int64_t 
 /// The scores' products by the dot product instruction, over the queries as stored; the sum is
 /// scaled by 1 / sqrt(Dh) afterwards. head_dim: a multiple of 32.
 struct BFloat16DotProducts {
+  /// Nothing: the scores read the queries as stored.
+  TFM_ALWAYS_INLINE static void prepare(const StepViews<BFloat16, BFloat16>& /*a*/,
+                                        const ItemViews<BFloat16, BFloat16>& /*item*/, float* /*query*/) {}
   TFM_BF16_DOT_TARGET static WideLanes scores(const StepViews<BFloat16, BFloat16>& a,
                                               const ItemViews<BFloat16, BFloat16>* items, const float* /*queries*/,
                                               int64_t s) {
