@@ -30,71 +30,110 @@ struct ShortlistViews {
   int64_t width, dim, rows_per_list;
 };
 
-/// products[j] += x's 16-lane products with columns[j], over `dim` (a multiple of 16).
-template <typename Lanes>
-TFM_ALWAYS_INLINE void add_products(const float* x, const float* const* columns, int64_t dim,
-                                    Lanes (&products)[kVectorLanes]) {
+/// A tile of Rows queries by kTileColumns<Rows> candidates fills the 16 accumulators that one
+/// sums_of_lanes reduces, so that each load of a query or of a candidate's row serves several
+/// products, not one: a sentence's K hypotheses are scored together.
+template <int Rows>
+constexpr int kTileColumns = kVectorLanes / Rows;
+
+/// products[r * kTileColumns<Rows> + c] += xs[r] . columns[c] in 16-lane steps over `dim` (a
+/// multiple of 16): each product's lanes add in the same order whatever the tile's shape.
+template <int Rows, typename Lanes>
+TFM_ALWAYS_INLINE void add_tile(const float* const* xs, const float* const* columns, int64_t dim,
+                                Lanes (&products)[kVectorLanes]) {
+  constexpr int kColumns = kTileColumns<Rows>;
   for (int64_t d = 0; d < dim; d += kVectorLanes) {
-    const Lanes xs = load_lanes<Lanes>(x + d);
-    for (int64_t j = 0; j < kVectorLanes; ++j) products[j] += xs * load_lanes<Lanes>(columns[j] + d);
+    Lanes x[Rows];
+    for (int r = 0; r < Rows; ++r) x[r] = load_lanes<Lanes>(xs[r] + d);
+    for (int c = 0; c < kColumns; ++c) {
+      const Lanes column = load_lanes<Lanes>(columns[c] + d);
+      for (int r = 0; r < Rows; ++r) products[r * kColumns + c] += x[r] * column;
+    }
   }
 }
 /// bfloat16: 32 elements at a time as even and odd halves (load_bfloat16_pairs).
-template <typename Lanes>
-TFM_ALWAYS_INLINE void add_products(const c10::BFloat16* x, const c10::BFloat16* const* columns, int64_t dim,
-                                    Lanes (&products)[kVectorLanes]) {
+template <int Rows, typename Lanes>
+TFM_ALWAYS_INLINE void add_tile(const c10::BFloat16* const* xs, const c10::BFloat16* const* columns, int64_t dim,
+                                Lanes (&products)[kVectorLanes]) {
+  constexpr int kColumns = kTileColumns<Rows>;
   int64_t d = 0;
   for (; d + 2 * kVectorLanes <= dim; d += 2 * kVectorLanes) {
-    Lanes x_even, x_odd;
-    load_bfloat16_pairs(x + d, x_even, x_odd);
-    for (int64_t j = 0; j < kVectorLanes; ++j) {
+    Lanes x_even[Rows], x_odd[Rows];
+    for (int r = 0; r < Rows; ++r) load_bfloat16_pairs(xs[r] + d, x_even[r], x_odd[r]);
+    for (int c = 0; c < kColumns; ++c) {
       Lanes even, odd;
-      load_bfloat16_pairs(columns[j] + d, even, odd);
-      products[j] += x_even * even;
-      products[j] += x_odd * odd;
+      load_bfloat16_pairs(columns[c] + d, even, odd);
+      for (int r = 0; r < Rows; ++r) {
+        products[r * kColumns + c] += x_even[r] * even;
+        products[r * kColumns + c] += x_odd[r] * odd;
+      }
     }
   }
   for (; d < dim; d += kVectorLanes) {
-    const Lanes xs = load_lanes<Lanes>(x + d);
-    for (int64_t j = 0; j < kVectorLanes; ++j) products[j] += xs * load_lanes<Lanes>(columns[j] + d);
+    Lanes x[Rows];
+    for (int r = 0; r < Rows; ++r) x[r] = load_lanes<Lanes>(xs[r] + d);
+    for (int c = 0; c < kColumns; ++c) {
+      const Lanes column = load_lanes<Lanes>(columns[c] + d);
+      for (int r = 0; r < Rows; ++r) products[r * kColumns + c] += x[r] * column;
+    }
   }
 }
 
-/// products[j] += x . columns[j] in the lanes' float arithmetic: every CPU.
+/// A tile's products in the lanes' float arithmetic: every CPU.
 struct LaneProducts {
-  template <typename T, typename Lanes>
-  static TFM_ALWAYS_INLINE void add(const T* x, const T* const* columns, int64_t dim, Lanes (&products)[kVectorLanes]) {
-    add_products(x, columns, dim, products);
+  template <int Rows, typename T, typename Lanes>
+  static TFM_ALWAYS_INLINE void add(const T* const* xs, const T* const* columns, int64_t dim,
+                                    Lanes (&products)[kVectorLanes]) {
+    add_tile<Rows>(xs, columns, dim, products);
   }
 };
 
-/// Rows [begin, end): the rows of one list take each block of 16 candidates in turn, so that the
-/// block's matrix rows are read from memory once and from the cache by the list's other rows.
+/// How many tiles ahead score_tiles asks for candidates' rows: a list's rows lie scattered over an
+/// output matrix larger than a core's caches, where the CPU's own prefetchers do not follow.
+constexpr int64_t kPrefetchTiles = 2;
+
+/// Rows [row, row + Rows) of one list against all of its candidates, a tile at a time.
+template <int Rows, typename Lanes, typename T, typename Products>
+TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, const int64_t* ids) {
+  constexpr int kColumns = kTileColumns<Rows>;
+  const T* xs[Rows];
+  for (int r = 0; r < Rows; ++r) xs[r] = a.hidden + (row + r) * a.dim;
+  for (int64_t block = 0; block < a.width; block += kColumns) {
+    const int64_t ahead = block + kPrefetchTiles * kColumns;
+    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, a.width) && ids[c] >= 0; ++c) {
+      prefetch_bytes(a.matrix + ids[c] * a.dim, a.dim * static_cast<int64_t>(sizeof(T)));
+    }
+    const int64_t count = std::min<int64_t>(kColumns, a.width - block);
+    const T* columns[kColumns];
+    for (int64_t c = 0; c < kColumns; ++c) {
+      const int64_t id = c < count ? ids[block + c] : -1;
+      columns[c] = a.matrix + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
+    }
+    Lanes products[kVectorLanes] = {};
+    Products::template add<Rows>(xs, columns, a.dim, products);
+    float sums[kVectorLanes];
+    store_lanes(sums, sums_of_lanes(products));
+    for (int r = 0; r < Rows; ++r) {
+      float* out = a.out + (row + r) * (a.width + 1) + block;
+      for (int64_t c = 0; c < count; ++c) out[c] = ids[block + c] >= 0 ? sums[r * kColumns + c] : kNegInf;
+    }
+  }
+}
+
+/// Rows [begin, end), a list's rows four at a time (a beam of 4 in one tile), then two, then one.
 template <typename Lanes, typename T, typename Products = LaneProducts>
 TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int64_t end) {
   for (int64_t first = begin; first < end;) {
     const int64_t list = first / a.rows_per_list;
     const int64_t last = std::min(end, (list + 1) * a.rows_per_list);
     const int64_t* ids = a.candidates + list * a.width;
-    for (int64_t block = 0; block < a.width; block += kVectorLanes) {
-      const int64_t count = std::min(kVectorLanes, a.width - block);
-      const T* columns[kVectorLanes];
-      for (int64_t j = 0; j < kVectorLanes; ++j) {
-        const int64_t id = j < count ? ids[block + j] : -1;
-        columns[j] = a.matrix + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
-      }
-      for (int64_t row = first; row < last; ++row) {
-        Lanes products[kVectorLanes] = {};
-        Products::add(a.hidden + row * a.dim, columns, a.dim, products);
-        float sums[kVectorLanes];
-        store_lanes(sums, sums_of_lanes(products));
-        float* out = a.out + row * (a.width + 1) + block;
-        for (int64_t j = 0; j < count; ++j) out[j] = ids[block + j] >= 0 ? sums[j] : kNegInf;
-      }
-    }
+    int64_t row = first;
+    for (; row + 4 <= last; row += 4) score_tiles<4, Lanes, T, Products>(a, row, ids);
+    for (; row + 2 <= last; row += 2) score_tiles<2, Lanes, T, Products>(a, row, ids);
+    for (; row < last; ++row) score_tiles<1, Lanes, T, Products>(a, row, ids);
     // log(count) + h . mean + h^T spread h / 2 = log(count) + h . (mean + (h spread) / 2)
     const T* rest = a.rest_mean + list * a.dim;
-    for (int64_t row = first; row < last; ++row) {
+    for (row = first; row < last; ++row) {
       const T* x = a.hidden + row * a.dim;
       const T* spread = a.spread_rows + row * a.dim;
       Lanes sum{};
@@ -116,19 +155,23 @@ TFM_LANE_KERNEL((void score_range(const ShortlistViews<BFloat16>& a, int64_t beg
 // TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
 // AVX512-BF16's dot product instruction does 32 bfloat16 multiply-adds into 16 float lanes, where
-// widening both halves of a pair of rows and multiplying them takes four instructions: this loop
-// is bound by its instructions, as each candidate's row serves only one sentence's hypotheses.
+// widening both halves of a pair of rows and multiplying them takes four instructions.
 #define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
 struct BFloat16DotProducts {
   /// dim: a multiple of 32.
-  TFM_BF16_DOT_TARGET static void add(const BFloat16* x, const BFloat16* const* columns, int64_t dim,
+  template <int Rows>
+  TFM_BF16_DOT_TARGET static void add(const BFloat16* const* xs, const BFloat16* const* columns, int64_t dim,
                                       WideLanes (&products)[kVectorLanes]) {
+    constexpr int kColumns = kTileColumns<Rows>;
     for (int64_t d = 0; d < dim; d += 2 * kVectorLanes) {
-      const auto xs = reinterpret_cast<__m512bh>(_mm512_loadu_si512(x + d));
-      for (int64_t j = 0; j < kVectorLanes; ++j) {
-        const auto column = reinterpret_cast<__m512bh>(_mm512_loadu_si512(columns[j] + d));
-        products[j].v =
-            reinterpret_cast<FloatWhole>(_mm512_dpbf16_ps(reinterpret_cast<__m512>(products[j].v), xs, column));
+      __m512bh x[Rows];
+      for (int r = 0; r < Rows; ++r) x[r] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xs[r] + d));
+      for (int c = 0; c < kColumns; ++c) {
+        const auto column = reinterpret_cast<__m512bh>(_mm512_loadu_si512(columns[c] + d));
+        for (int r = 0; r < Rows; ++r) {
+          auto& sum = products[r * kColumns + c].v;
+          sum = reinterpret_cast<FloatWhole>(_mm512_dpbf16_ps(reinterpret_cast<__m512>(sum), x[r], column));
+        }
       }
     }
   }

@@ -18,9 +18,9 @@ namespace tfm {
 /// C + 1 columns is then normalized nearly as over the whole vocabulary, not over the candidates
 /// alone: a model trained with label smoothing gives every token some probability, and thousands
 /// of left-out tokens hold several percent of it at every step (BENCHMARKS.md).
-/// On the CPU (float32 or bfloat16, D a multiple of 16) each candidate's row is read in place, a
-/// block of 16 at a time for all rows of a list; elsewhere the whole vocabulary is scored and the
-/// candidates' columns gathered.
+/// On the CPU (float32 or bfloat16, D a multiple of 16) each candidate's row is read in place, in
+/// tiles of up to 4 of a list's rows by 4 candidates, prefetched ahead; elsewhere the whole
+/// vocabulary is scored and the candidates' columns gathered.
 torch::Tensor shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
                                const ShortlistColumns& columns, int64_t rows_per_list);
 

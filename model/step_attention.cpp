@@ -64,12 +64,6 @@ TFM_ALWAYS_INLINE bool worth_prefetching(int64_t position_stride, int64_t positi
   return stride_bytes >= 4096 && stride_bytes * positions >= (int64_t{2} << 20);
 }
 
-/// Asks the CPU to bring [data, data + bytes) into its caches.
-TFM_ALWAYS_INLINE void prefetch_bytes(const void* data, int64_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset);
-}
-
 /// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
 /// scores at a position are one vector), and per item the scaled query (float products only) and
 /// the weighted sum of values [Dh]; and S zeros, the cache rows of an item that reads its own row

@@ -66,21 +66,25 @@ void expect_matches(const torch::Tensor& got, const torch::Tensor& want, double 
 
 TEST(ShortlistLogits, EachRowScoresItsOwnListsCandidates) {
   const int64_t vocab = 300;
-  // Lists shorter and longer than a block of 16, of one and several blocks; 3 rows per list.
+  // Lists shorter and longer than a tile's candidates, of one and several tiles.
   const std::vector<int64_t> lengths{5, 40, 16, 33};
   const auto lists = random_lists(lengths, vocab, 1);
-  // 48: bfloat16's pairs of 16 and a last 16; 64: on a CPU with AVX512-BF16, its dot product
+  // 48: bfloat16's pairs of 16 and a last 16; 64: on a CPU with AVX512-BF16, its dot product.
+  // Rows per list: tiles of one, two and four queries, and 7 = 4 + 2 + 1.
   for (const int64_t dim : {16, 48, 64}) {
-    torch::manual_seed(dim);
-    const auto hidden = torch::randn({12, dim});
-    const auto matrix = torch::randn({vocab, dim});
-    const auto want = reference(hidden, matrix, lists, 3);
-    expect_matches(logits_of(hidden, matrix, lists, 3), want, 1e-5, "float32, D " + std::to_string(dim));
-    // bfloat16 inputs, float32 sums: against the float64 products of the same bfloat16 values (the
-    // left-out rows' mean and covariance are rounded to bfloat16 too).
-    const auto hidden16 = hidden.to(torch::kBFloat16), matrix16 = matrix.to(torch::kBFloat16);
-    expect_matches(logits_of(hidden16, matrix16, lists, 3), reference(hidden16, matrix16, lists, 3), 1e-2,
-                   "bfloat16, D " + std::to_string(dim));
+    for (const int64_t rows_per_list : {1, 2, 3, 4, 7}) {
+      const std::string what = "D " + std::to_string(dim) + ", " + std::to_string(rows_per_list) + " rows per list";
+      torch::manual_seed(dim + rows_per_list);
+      const auto hidden = torch::randn({static_cast<int64_t>(lengths.size()) * rows_per_list, dim});
+      const auto matrix = torch::randn({vocab, dim});
+      const auto want = reference(hidden, matrix, lists, rows_per_list);
+      expect_matches(logits_of(hidden, matrix, lists, rows_per_list), want, 1e-5, "float32, " + what);
+      // bfloat16 inputs, float32 sums: against the float64 products of the same bfloat16 values
+      // (the left-out rows' mean and covariance are rounded to bfloat16 too).
+      const auto hidden16 = hidden.to(torch::kBFloat16), matrix16 = matrix.to(torch::kBFloat16);
+      expect_matches(logits_of(hidden16, matrix16, lists, rows_per_list),
+                     reference(hidden16, matrix16, lists, rows_per_list), 1e-2, "bfloat16, " + what);
+    }
   }
 }
 
