@@ -62,18 +62,15 @@ torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& s
 
 StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
   auto& decoder_state = static_cast<TransformerState&>(state).state;
-  auto logits = model_->step_logits(last_tokens, decoder_state);  // [N, V], or [N, C + 1] under a shortlist
-  // A shortlist's last column stands for the tokens it leaves out: in the normalizer, not a choice.
-  const bool rest = decoder_state.output_columns.defined();
-  const int64_t columns = logits.size(1) - (rest ? 1 : 0);
-  // Contiguous once here, not once in the normalizers and again in the top-k.
-  auto values = rest ? logits.narrow(1, 0, columns).contiguous() : logits;
-  if (log_normalizers_supported(values) && !values.requires_grad()) {
-    auto [normalizers, block_maxima] = log_normalizers(values);
-    if (rest) normalizers = torch::logaddexp(normalizers, logits.select(1, columns));
-    return {values, normalizers.neg_(), block_maxima};
+  // [N, V], or [N, C] and the left-out tokens' stand-in under a shortlist: in the normalizer, not a choice.
+  auto [logits, rest] = model_->step_logits(last_tokens, decoder_state);
+  if (log_normalizers_supported(logits) && !logits.requires_grad()) {
+    auto [normalizers, block_maxima] = log_normalizers(logits);
+    if (rest.defined()) normalizers = torch::logaddexp(normalizers, rest);
+    return {logits, normalizers.neg_(), block_maxima};
   }
-  return {model_->log_probs(logits).narrow(1, 0, columns), {}, {}};
+  if (!rest.defined()) return {model_->log_probs(logits), {}, {}};
+  return {model_->log_probs(torch::cat({logits, rest.unsqueeze(1)}, 1)).narrow(1, 0, logits.size(1)), {}, {}};
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

@@ -26,7 +26,8 @@ struct ShortlistViews {
   const T* rest_mean;           // [M, D]
   const float* rest_log_count;  // [M]
   const T* spread_rows;         // [N, D]: hidden x spread
-  float* out;                   // [N, C + 1]
+  float* listed;                // [N, C]
+  float* rest;                  // [N]
   int64_t width, dim, rows_per_list;
 };
 
@@ -114,7 +115,7 @@ TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, cons
     float sums[kVectorLanes];
     store_lanes(sums, sums_of_lanes(products));
     for (int r = 0; r < Rows; ++r) {
-      float* out = a.out + (row + r) * (a.width + 1) + block;
+      float* out = a.listed + (row + r) * a.width + block;
       for (int64_t c = 0; c < count; ++c) out[c] = ids[block + c] >= 0 ? sums[r * kColumns + c] : kNegInf;
     }
   }
@@ -140,7 +141,7 @@ TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int
       for (int64_t d = 0; d < a.dim; d += kVectorLanes) {
         sum += load_lanes<Lanes>(x + d) * (load_lanes<Lanes>(rest + d) + 0.5F * load_lanes<Lanes>(spread + d));
       }
-      a.out[row * (a.width + 1) + a.width] = a.rest_log_count[list] + sum_of_lanes(sum);
+      a.rest[row] = a.rest_log_count[list] + sum_of_lanes(sum);
     }
     first = last;
   }
@@ -193,14 +194,15 @@ void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t 
 
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
-               const torch::Tensor& spread_rows, int64_t rows_per_list, torch::Tensor& out) {
+               const torch::Tensor& spread_rows, int64_t rows_per_list, ShortlistLogits& out) {
   const ShortlistViews<T> a{hidden.data_ptr<T>(),
                             matrix.data_ptr<T>(),
                             columns.candidates.data_ptr<int64_t>(),
                             columns.rest_mean.data_ptr<T>(),
                             columns.rest_log_count.data_ptr<float>(),
                             spread_rows.data_ptr<T>(),
-                            out.data_ptr<float>(),
+                            out.listed.data_ptr<float>(),
+                            out.rest.data_ptr<float>(),
                             columns.candidates.size(1),
                             hidden.size(1),
                             rows_per_list};
@@ -217,8 +219,8 @@ bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, 
 }
 
 /// shortlist_logits() once its arguments are checked.
-torch::Tensor checked_logits(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
-                             int64_t rows_per_list) {
+ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
+                               const ShortlistColumns& columns, int64_t rows_per_list) {
   const auto& candidates = columns.candidates;
   const int64_t width = candidates.size(1);
   if (kernel_supported(hidden, matrix, columns)) {
@@ -226,7 +228,8 @@ torch::Tensor checked_logits(const torch::Tensor& hidden, const torch::Tensor& m
     const auto spread_rows = rows.mm(columns.spread).contiguous();  // [N, D]
     const ShortlistColumns lists{candidates.contiguous(), columns.rest_mean.contiguous(),
                                  columns.rest_log_count.to(torch::kFloat32).contiguous(), columns.spread};
-    auto out = torch::empty({rows.size(0), width + 1}, rows.options().dtype(torch::kFloat32));
+    const auto floats = rows.options().dtype(torch::kFloat32);
+    ShortlistLogits out{torch::empty({rows.size(0), width}, floats), torch::empty({rows.size(0)}, floats)};
     if (rows.scalar_type() == torch::kFloat32) {
       score_all<float>(rows, matrix.contiguous(), lists, spread_rows, rows_per_list, out);
     } else {
@@ -243,13 +246,13 @@ torch::Tensor checked_logits(const torch::Tensor& hidden, const torch::Tensor& m
   const auto spread_rows = h.mm(columns.spread.to(device, torch::kFloat32));
   const auto rest = (h * (means + 0.5 * spread_rows)).sum(1) +
                     columns.rest_log_count.to(device, torch::kFloat32).repeat_interleave(rows_per_list, 0);
-  return torch::cat({listed, rest.unsqueeze(1)}, 1);  // [N, C + 1]
+  return {listed, rest};
 }
 
 }  // namespace
 
-torch::Tensor shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
-                               const ShortlistColumns& columns, int64_t rows_per_list) {
+ShortlistLogits shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
+                                 const ShortlistColumns& columns, int64_t rows_per_list) {
   const auto& candidates = columns.candidates;
   TORCH_CHECK(hidden.dim() == 2 && matrix.dim() == 2 && hidden.size(1) == matrix.size(1), "shortlist_logits: hidden ",
               hidden.sizes(), " does not match the output matrix ", matrix.sizes());

@@ -100,28 +100,25 @@ RowMoments TransformerImpl::output_moments() {
   return cache.moments;
 }
 
-torch::Tensor TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
+TransformerImpl::StepLogits TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
   const auto ids = last_tokens.view({-1, 1});  // [N, 1]
   // Rows that joined a running batch are at positions of their own.
   const auto embedded = state.row_starts.empty()
                             ? target_embedding->forward(ids, state.step)
                             : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
-  torch::Tensor logits;  // [N, C + 1] over a shortlist, else [N, V]
   if (state.output_columns.defined()) {
-    logits = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory);
-  } else if (output_.defined()) {
-    logits = output_.linear(hidden);
-  } else {
-    logits = project(hidden);
+    auto [listed, rest] = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory);
+    return {std::move(listed), std::move(rest)};
   }
-  return logits;
+  return {output_.defined() ? output_.linear(hidden) : project(hidden), {}};
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
-  const auto all = log_probs(step_logits(last_tokens, state));
-  // A shortlist's last column stands for the tokens it leaves out: in the softmax, not a choice.
-  return state.output_columns.defined() ? all.narrow(1, 0, all.size(1) - 1).contiguous() : all;
+  const auto [logits, rest] = step_logits(last_tokens, state);
+  if (!rest.defined()) return log_probs(logits);
+  // The left-out tokens' stand-in is in the softmax, not a choice.
+  return log_probs(torch::cat({logits, rest.unsqueeze(1)}, 1)).narrow(1, 0, logits.size(1)).contiguous();
 }
 
 torch::Tensor TransformerImpl::log_probs(const torch::Tensor& step_logits) {

@@ -51,10 +51,14 @@ class TransformerImpl : public torch::nn::Module {
   /// [N, C] over each row's candidates after restrict_output (padding columns -inf), normalized
   /// with the left-out tokens' stand-in (model/shortlist_logits.h).
   torch::Tensor step(const torch::Tensor& last_tokens, DecoderState& state);
-  /// step() before its log-softmax: logits [N, V] in the model's dtype (float32 for int8);
-  /// [N, C + 1] float32 after restrict_output, the last column standing for the tokens the
-  /// sentence's list leaves out (model/shortlist_logits.h).
-  torch::Tensor step_logits(const torch::Tensor& last_tokens, DecoderState& state);
+  /// step() before its log-softmax: logits [N, V] in the model's dtype (float32 for int8); after
+  /// restrict_output, [N, C] float32 and `rest` [N], the stand-in for the tokens each sentence's
+  /// list leaves out (model/shortlist_logits.h).
+  struct StepLogits {
+    torch::Tensor logits;
+    torch::Tensor rest;  // undefined without a shortlist
+  };
+  StepLogits step_logits(const torch::Tensor& last_tokens, DecoderState& state);
   /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
   static torch::Tensor log_probs(const torch::Tensor& logits);
 

@@ -51,7 +51,9 @@ torch::Tensor reference(const torch::Tensor& hidden, const torch::Tensor& matrix
 /// shortlist_logits over `matrix`'s lists, the way a decoder state holds them.
 torch::Tensor logits_of(const torch::Tensor& hidden, const torch::Tensor& matrix, const torch::Tensor& lists,
                         int64_t rows_per_list) {
-  return shortlist_logits(hidden, matrix, shortlist_columns(matrix, lists, row_moments(matrix)), rows_per_list);
+  const auto [listed, rest] =
+      shortlist_logits(hidden, matrix, shortlist_columns(matrix, lists, row_moments(matrix)), rows_per_list);
+  return torch::cat({listed, rest.unsqueeze(1)}, 1);  // [N, C + 1]
 }
 
 void expect_matches(const torch::Tensor& got, const torch::Tensor& want, double tolerance, const std::string& what) {
