@@ -12,6 +12,9 @@
 namespace tfm {
 namespace {
 
+/// spread_rank's unit: the shortlist kernel reads the projections 16 lanes at a time.
+constexpr int64_t kSpreadBlock = 16;
+
 /// [M, C] padded with -1 to `width` columns.
 torch::Tensor padded(const torch::Tensor& lists, int64_t width) {
   if (lists.size(1) == width) return lists;
@@ -41,12 +44,25 @@ void sum_listed_rows(const T* matrix, int64_t vocab, int64_t dim, const int64_t*
 
 }  // namespace
 
+int64_t spread_rank(int64_t dim) {
+  const int64_t blocks = (dim / 8 + kSpreadBlock - 1) / kSpreadBlock;
+  return std::min(dim, std::max<int64_t>(1, blocks) * kSpreadBlock);
+}
+
 RowMoments row_moments(const torch::Tensor& matrix) {
   torch::NoGradGuard no_grad;
   const auto rows = matrix.detach().to(torch::kCPU, torch::kDouble);  // [V, D]
+  const int64_t dim = rows.size(1), rank = spread_rank(dim);
   const auto mean = rows.mean(0, /*keepdim=*/true);
   const auto centered = rows - mean;
-  return {rows.sum(0), (centered.t().mm(centered) / static_cast<double>(rows.size(0))).to(torch::kFloat32)};
+  const auto covariance = centered.t().mm(centered) / static_cast<double>(rows.size(0));  // [D, D]
+  auto [values, vectors] = torch::linalg_eigh(covariance);                                // ascending
+  values = values.flip(0).clamp_min(0.0);
+  vectors = vectors.flip(1);
+  const double residual = rank < dim ? values.slice(0, rank).mean().item<double>() : 0.0;
+  return {rows.sum(0),
+          {vectors.slice(1, 0, rank).to(torch::kFloat32).contiguous(),
+           (values.slice(0, 0, rank) - residual).to(torch::kFloat32), residual}};
 }
 
 void ShortlistColumns::select(const torch::Tensor& lists) {
@@ -81,8 +97,11 @@ ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Ten
   for (int64_t m = 0; m < count; ++m) left.data_ptr<double>()[m] = static_cast<double>(vocab - listed[m]);
   // No token left out: a mean of 0 and a count of 0, whose log -inf removes the column's mass.
   const auto means = (moments.sum.unsqueeze(0) - sums) / left.clamp_min(1.0);  // [M, D]
-  return {lists, means.to(matrix.scalar_type()), left.squeeze(1).log().to(torch::kFloat32),
-          moments.covariance.to(torch::kCPU, matrix.scalar_type())};
+  const auto& spread = moments.spread;
+  return {lists,
+          means.to(matrix.scalar_type()),
+          left.squeeze(1).log().to(torch::kFloat32),
+          {spread.basis.to(torch::kCPU, matrix.scalar_type()), spread.excess, spread.residual}};
 }
 
 }  // namespace tfm

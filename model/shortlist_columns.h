@@ -5,10 +5,24 @@
 
 namespace tfm {
 
+/// The covariance S of a matrix's rows in low-rank form: its r leading eigenvectors U, their
+/// eigenvalues' excess over s2, the mean of the other D - r, so that
+///   h^T S h ~ sum_i excess_i (U^T h)_i^2 + s2 |h|^2,
+/// exact along the r leading directions and, averaged over directions, along the others. It costs
+/// r / D of the D x D product per row that the shortlist's softmax would otherwise spend on it.
+struct RowSpread {
+  torch::Tensor basis;   // [D, r] float32: U
+  torch::Tensor excess;  // [r] float32
+  double residual = 0;   // s2
+};
+
+/// r for rows of `dim`: an eighth, in whole blocks of 16 (the kernels' lanes), at most dim.
+int64_t spread_rank(int64_t dim);
+
 /// What a shortlist's softmax needs of an output matrix [V, D] as a whole, computed once per matrix.
 struct RowMoments {
-  torch::Tensor sum;         // [D] float64: the sum of all rows
-  torch::Tensor covariance;  // [D, D] float32: their covariance
+  torch::Tensor sum;  // [D] float64: the sum of all rows
+  RowSpread spread;   // of all rows
 };
 
 /// matrix: [V, D] on any device, any floating dtype.
@@ -23,8 +37,8 @@ struct ShortlistColumns {
   torch::Tensor rest_mean;
   /// [M] float32: log of how many tokens a list leaves out (-inf: none).
   torch::Tensor rest_log_count;
-  /// [D, D] in the matrix's dtype: the covariance of all its rows, for every list.
-  torch::Tensor spread;
+  /// The spread of all the matrix's rows, for every list; its basis in the matrix's dtype.
+  RowSpread spread;
 
   bool defined() const { return candidates.defined(); }
   /// Keeps lists `lists` ([M'] int64 indices, repeats allowed), in that order.

@@ -25,9 +25,12 @@ struct ShortlistViews {
   const int64_t* candidates;    // [M, C]
   const T* rest_mean;           // [M, D]
   const float* rest_log_count;  // [M]
-  const T* spread_rows;         // [N, D]: hidden x spread
-  float* listed;                // [N, C]
-  float* rest;                  // [N]
+  const T* projections;         // [N, r]: hidden x the spread's basis
+  const float* excess;          // [r]
+  float residual;
+  int64_t rank;
+  float* listed;  // [N, C]
+  float* rest;    // [N]
   int64_t width, dim, rows_per_list;
 };
 
@@ -132,16 +135,24 @@ TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int
     for (; row + 4 <= last; row += 4) score_tiles<4, Lanes, T, Products>(a, row, ids);
     for (; row + 2 <= last; row += 2) score_tiles<2, Lanes, T, Products>(a, row, ids);
     for (; row < last; ++row) score_tiles<1, Lanes, T, Products>(a, row, ids);
-    // log(count) + h . mean + h^T spread h / 2 = log(count) + h . (mean + (h spread) / 2)
+    // log(count) + h . mean + h^T spread h / 2, the spread in its low-rank form (RowSpread)
     const T* rest = a.rest_mean + list * a.dim;
     for (row = first; row < last; ++row) {
       const T* x = a.hidden + row * a.dim;
-      const T* spread = a.spread_rows + row * a.dim;
-      Lanes sum{};
+      Lanes along_mean{}, squares{};
       for (int64_t d = 0; d < a.dim; d += kVectorLanes) {
-        sum += load_lanes<Lanes>(x + d) * (load_lanes<Lanes>(rest + d) + 0.5F * load_lanes<Lanes>(spread + d));
+        const Lanes xs = load_lanes<Lanes>(x + d);
+        along_mean += xs * load_lanes<Lanes>(rest + d);
+        squares += xs * xs;
       }
-      a.rest[row] = a.rest_log_count[list] + sum_of_lanes(sum);
+      const T* p = a.projections + row * a.rank;
+      Lanes leading{};
+      for (int64_t i = 0; i < a.rank; i += kVectorLanes) {
+        const Lanes ps = load_lanes<Lanes>(p + i);
+        leading += load_lanes<Lanes>(a.excess + i) * ps * ps;
+      }
+      const float spread = sum_of_lanes(leading) + a.residual * sum_of_lanes(squares);
+      a.rest[row] = a.rest_log_count[list] + sum_of_lanes(along_mean) + 0.5F * spread;
     }
     first = last;
   }
@@ -194,13 +205,16 @@ void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t 
 
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
-               const torch::Tensor& spread_rows, int64_t rows_per_list, ShortlistLogits& out) {
+               const torch::Tensor& projections, int64_t rows_per_list, ShortlistLogits& out) {
   const ShortlistViews<T> a{hidden.data_ptr<T>(),
                             matrix.data_ptr<T>(),
                             columns.candidates.data_ptr<int64_t>(),
                             columns.rest_mean.data_ptr<T>(),
                             columns.rest_log_count.data_ptr<float>(),
-                            spread_rows.data_ptr<T>(),
+                            projections.data_ptr<T>(),
+                            columns.spread.excess.data_ptr<float>(),
+                            static_cast<float>(columns.spread.residual),
+                            projections.size(1),
                             out.listed.data_ptr<float>(),
                             out.rest.data_ptr<float>(),
                             columns.candidates.size(1),
@@ -215,7 +229,8 @@ bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, 
   const auto dtype = hidden.scalar_type();
   return hidden.is_cpu() && matrix.is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
          matrix.scalar_type() == dtype && columns.rest_mean.scalar_type() == dtype &&
-         columns.spread.scalar_type() == dtype && hidden.size(1) % kVectorLanes == 0 && !hidden.requires_grad();
+         columns.spread.basis.scalar_type() == dtype && hidden.size(1) % kVectorLanes == 0 &&
+         columns.spread.basis.size(1) % kVectorLanes == 0 && !hidden.requires_grad();
 }
 
 /// shortlist_logits() once its arguments are checked.
@@ -225,15 +240,17 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
   const int64_t width = candidates.size(1);
   if (kernel_supported(hidden, matrix, columns)) {
     const auto rows = hidden.contiguous();
-    const auto spread_rows = rows.mm(columns.spread).contiguous();  // [N, D]
+    const auto projections = rows.mm(columns.spread.basis).contiguous();  // [N, r]
+    const RowSpread spread{columns.spread.basis, columns.spread.excess.to(torch::kFloat32).contiguous(),
+                           columns.spread.residual};
     const ShortlistColumns lists{candidates.contiguous(), columns.rest_mean.contiguous(),
-                                 columns.rest_log_count.to(torch::kFloat32).contiguous(), columns.spread};
+                                 columns.rest_log_count.to(torch::kFloat32).contiguous(), spread};
     const auto floats = rows.options().dtype(torch::kFloat32);
     ShortlistLogits out{torch::empty({rows.size(0), width}, floats), torch::empty({rows.size(0)}, floats)};
     if (rows.scalar_type() == torch::kFloat32) {
-      score_all<float>(rows, matrix.contiguous(), lists, spread_rows, rows_per_list, out);
+      score_all<float>(rows, matrix.contiguous(), lists, projections, rows_per_list, out);
     } else {
-      score_all<BFloat16>(rows, matrix.contiguous(), lists, spread_rows, rows_per_list, out);
+      score_all<BFloat16>(rows, matrix.contiguous(), lists, projections, rows_per_list, out);
     }
     return out;
   }
@@ -243,8 +260,11 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
   const auto listed = all.gather(1, per_row.clamp_min(0)).masked_fill(per_row.lt(0), kNegInf);
   const auto h = hidden.to(torch::kFloat32);
   const auto means = columns.rest_mean.to(device, torch::kFloat32).repeat_interleave(rows_per_list, 0);
-  const auto spread_rows = h.mm(columns.spread.to(device, torch::kFloat32));
-  const auto rest = (h * (means + 0.5 * spread_rows)).sum(1) +
+  const auto& spread = columns.spread;
+  const auto projections = h.mm(spread.basis.to(device, torch::kFloat32));  // [N, r]
+  const auto spreads =
+      (projections.square() * spread.excess.to(device, torch::kFloat32)).sum(1) + spread.residual * h.square().sum(1);
+  const auto rest = (h * means).sum(1) + 0.5 * spreads +
                     columns.rest_log_count.to(device, torch::kFloat32).repeat_interleave(rows_per_list, 0);
   return {listed, rest};
 }
@@ -263,9 +283,10 @@ ShortlistLogits shortlist_logits(const torch::Tensor& hidden, const torch::Tenso
               "shortlist_logits: the left-out tokens' means do not match the lists");
   TORCH_CHECK(rows_per_list >= 1 && hidden.size(0) == candidates.size(0) * rows_per_list,
               "shortlist_logits: ", hidden.size(0), " rows for ", candidates.size(0), " lists of ", rows_per_list);
-  TORCH_CHECK(
-      columns.spread.dim() == 2 && columns.spread.size(0) == hidden.size(1) && columns.spread.size(1) == hidden.size(1),
-      "shortlist_logits: the spread of the matrix's rows is not [D, D]");
+  const auto& spread = columns.spread;
+  TORCH_CHECK(spread.basis.dim() == 2 && spread.basis.size(0) == hidden.size(1) && spread.excess.dim() == 1 &&
+                  spread.excess.size(0) == spread.basis.size(1),
+              "shortlist_logits: the spread of the matrix's rows is not [D, r] and [r]");
   return checked_logits(hidden, matrix, columns, rows_per_list);
 }
 

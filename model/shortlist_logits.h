@@ -20,8 +20,9 @@ struct ShortlistLogits {
 /// n / rows_per_list (beam search's K rows of a sentence share its list).
 /// -> listed [N, C] float32: listed[n][c] = hidden[n] . matrix[candidates[n / rows_per_list][c]],
 /// -inf where the candidate is padding; and rest [N], an estimate of log sum exp(logits) over the
-/// tokens the list leaves out: log(count) + h . (their mean row) + h^T spread h / 2
-/// (model/shortlist_columns.h), exact if their rows were normally distributed. A softmax over the
+/// tokens the list leaves out: log(count) + h . (their mean row) + h^T spread h / 2, with the
+/// spread of all rows in low-rank form (RowSpread, model/shortlist_columns.h); exact if their rows
+/// were normally distributed and the spread whole. A softmax over the
 /// C columns and rest is then normalized nearly as over the whole vocabulary, not over the
 /// candidates alone: a model trained with label smoothing gives every token some probability, and
 /// thousands of left-out tokens hold several percent of it at every step (BENCHMARKS.md).

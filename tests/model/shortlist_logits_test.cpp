@@ -23,9 +23,21 @@ torch::Tensor random_lists(const std::vector<int64_t>& lengths, int64_t vocab, u
   return lists;
 }
 
+/// h^T cov h of each row of `h` ([N, D] float64) with cov in RowSpread's low-rank form, from the
+/// eigenvalues of cov ([D, D] float64): the spread_rank(D) largest whole, the others' mean for all.
+torch::Tensor low_rank_spreads(const torch::Tensor& h, const torch::Tensor& cov) {
+  const int64_t dim = cov.size(0), rank = spread_rank(dim);
+  const auto [values, vectors] = torch::linalg_eigh(cov);  // ascending
+  const auto leading = vectors.slice(1, dim - rank);       // [D, r]
+  const double rest_mean = rank < dim ? values.slice(0, 0, dim - rank).mean().item<double>() : 0.0;
+  const auto along = h.mm(leading);  // [N, r]
+  const auto across = h.square().sum(1) - along.square().sum(1);
+  return (along.square() * values.slice(0, dim - rank)).sum(1) + rest_mean * across;
+}
+
 /// float64, from the definition: logits[n][c] = hidden[n] . matrix[lists[n / rows_per_list][c]],
 /// -inf at padding; in column C, log(count) + h . mean + h^T cov h / 2 over the rows a list leaves
-/// out (mean) and all rows (cov).
+/// out (mean) and all rows (cov, in low-rank form).
 torch::Tensor reference(const torch::Tensor& hidden, const torch::Tensor& matrix, const torch::Tensor& lists,
                         int64_t rows_per_list) {
   const auto per_row = lists.repeat_interleave(rows_per_list, 0);  // [N, C]
@@ -34,6 +46,7 @@ torch::Tensor reference(const torch::Tensor& hidden, const torch::Tensor& matrix
   const auto h = hidden.to(torch::kDouble), w = matrix.to(torch::kDouble);
   const auto centered = w - w.mean(0, true);
   const auto cov = centered.t().mm(centered) / static_cast<double>(vocab);
+  const auto spreads = low_rank_spreads(h, cov);  // [N]
   for (int64_t n = 0; n < per_row.size(0); ++n) {
     auto left = torch::ones({vocab}, torch::kBool);
     for (int64_t c = 0; c < width; ++c) {
@@ -43,7 +56,7 @@ torch::Tensor reference(const torch::Tensor& hidden, const torch::Tensor& matrix
     }
     const auto rest = w.index({left});
     out[n][width] = std::log(static_cast<double>(rest.size(0))) + h[n].dot(rest.mean(0)).item<double>() +
-                    0.5 * h[n].dot(cov.mv(h[n])).item<double>();
+                    0.5 * spreads[n].item<double>();
   }
   return out;
 }
