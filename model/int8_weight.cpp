@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -15,6 +16,22 @@
 
 namespace tfm {
 namespace {
+
+/// fbgemm::FindMinMax over `count` floats, a piece per thread: the same minimum and maximum, without
+/// the other threads waiting on one to read a decoding step's whole input.
+std::pair<float, float> value_range(const float* values, int64_t count) {
+  constexpr int64_t kPieceElements = int64_t{1} << 16;
+  const int64_t pieces = std::clamp<int64_t>(count / kPieceElements, 1, at::get_num_threads());
+  std::vector<float> minima(static_cast<size_t>(pieces)), maxima(static_cast<size_t>(pieces));
+  at::parallel_for(0, pieces, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t piece = begin; piece < end; ++piece) {
+      const int64_t from = count * piece / pieces, to = count * (piece + 1) / pieces;
+      fbgemm::FindMinMax(values + from, &minima[static_cast<size_t>(piece)], &maxima[static_cast<size_t>(piece)],
+                         to - from);
+    }
+  });
+  return {*std::min_element(minima.begin(), minima.end()), *std::max_element(maxima.begin(), maxima.end())};
+}
 
 /// Swallows LibTorch's warnings: quantize_per_channel warns that quantized tensors are deprecated.
 class SilentWarnings : public c10::WarningHandler {
@@ -81,8 +98,7 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x) const {
   if (m == 0) return output;
   const float* rows = input.data_ptr<float>();
   // One quantization of the whole input, as quantized::linear_dynamic with reduce_range: [0, 127].
-  float x_min = 0.0F, x_max = 0.0F;
-  fbgemm::FindMinMax(rows, &x_min, &x_max, input.numel());
+  const auto [x_min, x_max] = value_range(rows, input.numel());
   auto q = quant_utils::ChooseQuantizationParams(x_min, x_max, /*qmin=*/0, /*qmax=*/255,
                                                  /*preserve_sparsity=*/false, /*force_scale_power_of_two=*/false,
                                                  /*reduce_range=*/true);

@@ -26,15 +26,18 @@ torch::Tensor libtorch_linear_dynamic(const torch::Tensor& weight, const torch::
 
 // The row blocks (an int32 accumulator of at most 2^21 elements: 262 rows of 8000 outputs) must
 // give the bits of LibTorch's whole-output product, for one row, a few, and several blocks with
-// a partial last one; and at 1 and 2 threads (FBGEMM splits each block among them).
+// a partial last one; and at 1 and 2 threads (FBGEMM splits each block among them, and the
+// input's range is found in pieces).
 TEST(Int8Weight, GivesTheBitsOfLibTorchsDynamicProductInRowBlocks) {
   torch::manual_seed(11);
   for (const int64_t out : {8000, 96}) {
     const auto weight = torch::randn({out, 64});
     const auto bias = torch::randn({out});
     const Int8Weight int8(weight, bias);
-    for (const int64_t rows : {1, 7, 600}) {
-      const auto x = torch::randn({rows, 64}) * 3.0 + 0.5;
+    for (const int64_t rows : {1, 7, 600, 2100}) {
+      auto x = torch::randn({rows, 64}) * 3.0 + 0.5;
+      // 2100 rows: the input's range is found a piece per thread; the extremes in the last piece.
+      if (rows == 2100) x[rows - 1][63] = 40.0, x[rows - 2][5] = -30.0;
       const auto expected = libtorch_linear_dynamic(weight, bias, x);
       for (const int threads : {1, 2}) {
         at::set_num_threads(threads);
