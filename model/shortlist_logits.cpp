@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -10,6 +11,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/shortlist_int8.h"
 #include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
@@ -124,7 +126,33 @@ TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, cons
   }
 }
 
-/// Rows [begin, end), a list's rows four at a time (a beam of 4 in one tile), then two, then one.
+/// Rows [begin, end) of the left-out tokens' column: log(count) + h . mean + h^T spread h / 2, the
+/// spread in its low-rank form (RowSpread).
+template <typename Lanes, typename T>
+TFM_ALWAYS_INLINE void score_rest(const ShortlistViews<T>& a, int64_t begin, int64_t end) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t list = row / a.rows_per_list;
+    const T* x = a.hidden + row * a.dim;
+    const T* rest = a.rest_mean + list * a.dim;
+    Lanes along_mean{}, squares{};
+    for (int64_t d = 0; d < a.dim; d += kVectorLanes) {
+      const Lanes xs = load_lanes<Lanes>(x + d);
+      along_mean += xs * load_lanes<Lanes>(rest + d);
+      squares += xs * xs;
+    }
+    const T* p = a.projections + row * a.rank;
+    Lanes leading{};
+    for (int64_t i = 0; i < a.rank; i += kVectorLanes) {
+      const Lanes ps = load_lanes<Lanes>(p + i);
+      leading += load_lanes<Lanes>(a.excess + i) * ps * ps;
+    }
+    const float spread = sum_of_lanes(leading) + a.residual * sum_of_lanes(squares);
+    a.rest[row] = a.rest_log_count[list] + sum_of_lanes(along_mean) + 0.5F * spread;
+  }
+}
+
+/// Rows [begin, end), a list's rows four at a time (a beam of 4 in one tile), then two, then one;
+/// and their left-out tokens' column.
 template <typename Lanes, typename T, typename Products = LaneProducts>
 TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int64_t end) {
   for (int64_t first = begin; first < end;) {
@@ -135,25 +163,7 @@ TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int
     for (; row + 4 <= last; row += 4) score_tiles<4, Lanes, T, Products>(a, row, ids);
     for (; row + 2 <= last; row += 2) score_tiles<2, Lanes, T, Products>(a, row, ids);
     for (; row < last; ++row) score_tiles<1, Lanes, T, Products>(a, row, ids);
-    // log(count) + h . mean + h^T spread h / 2, the spread in its low-rank form (RowSpread)
-    const T* rest = a.rest_mean + list * a.dim;
-    for (row = first; row < last; ++row) {
-      const T* x = a.hidden + row * a.dim;
-      Lanes along_mean{}, squares{};
-      for (int64_t d = 0; d < a.dim; d += kVectorLanes) {
-        const Lanes xs = load_lanes<Lanes>(x + d);
-        along_mean += xs * load_lanes<Lanes>(rest + d);
-        squares += xs * xs;
-      }
-      const T* p = a.projections + row * a.rank;
-      Lanes leading{};
-      for (int64_t i = 0; i < a.rank; i += kVectorLanes) {
-        const Lanes ps = load_lanes<Lanes>(p + i);
-        leading += load_lanes<Lanes>(a.excess + i) * ps * ps;
-      }
-      const float spread = sum_of_lanes(leading) + a.residual * sum_of_lanes(squares);
-      a.rest[row] = a.rest_log_count[list] + sum_of_lanes(along_mean) + 0.5F * spread;
-    }
+    score_rest<Lanes>(a, first, last);
     first = last;
   }
 }
@@ -163,6 +173,8 @@ TFM_LANE_KERNEL((void score_range(const ShortlistViews<float>& a, int64_t begin,
                 score_rows<Lanes>(a, begin, end);)
 TFM_LANE_KERNEL((void score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end)),
                 score_rows<Lanes>(a, begin, end);)
+TFM_LANE_KERNEL((void rest_range(const ShortlistViews<float>& a, int64_t begin, int64_t end)),
+                score_rest<Lanes>(a, begin, end);)
 
 // TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
@@ -205,7 +217,7 @@ void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t 
 
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
-               const torch::Tensor& projections, int64_t rows_per_list, ShortlistLogits& out) {
+               const torch::Tensor& projections, int64_t rows_per_list, const Int8Rows* int8, ShortlistLogits& out) {
   const ShortlistViews<T> a{hidden.data_ptr<T>(),
                             matrix.data_ptr<T>(),
                             columns.candidates.data_ptr<int64_t>(),
@@ -222,6 +234,16 @@ void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const S
                             rows_per_list};
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, a.width * a.dim));
+  if constexpr (std::is_same_v<T, float>) {
+    if (int8 != nullptr) {
+      const Int8ListedViews b{a.hidden, int8, a.candidates, a.listed, a.width, a.dim, a.rows_per_list};
+      at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) {
+        int8_listed_rows(b, begin, end);
+        rest_range(a, begin, end);
+      });
+      return;
+    }
+  }
   at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { best_score_range(a, begin, end); });
 }
 
@@ -235,7 +257,7 @@ bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, 
 
 /// shortlist_logits() once its arguments are checked.
 ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
-                               const ShortlistColumns& columns, int64_t rows_per_list) {
+                               const ShortlistColumns& columns, int64_t rows_per_list, const Int8Rows* int8) {
   const auto& candidates = columns.candidates;
   const int64_t width = candidates.size(1);
   if (kernel_supported(hidden, matrix, columns)) {
@@ -248,9 +270,10 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
     const auto floats = rows.options().dtype(torch::kFloat32);
     ShortlistLogits out{torch::empty({rows.size(0), width}, floats), torch::empty({rows.size(0)}, floats)};
     if (rows.scalar_type() == torch::kFloat32) {
-      score_all<float>(rows, matrix.contiguous(), lists, projections, rows_per_list, out);
+      const bool int8_here = int8 != nullptr && int8->defined() && int8_listed_supported(rows.size(1));
+      score_all<float>(rows, matrix.contiguous(), lists, projections, rows_per_list, int8_here ? int8 : nullptr, out);
     } else {
-      score_all<BFloat16>(rows, matrix.contiguous(), lists, projections, rows_per_list, out);
+      score_all<BFloat16>(rows, matrix.contiguous(), lists, projections, rows_per_list, nullptr, out);
     }
     return out;
   }
@@ -272,7 +295,7 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
 }  // namespace
 
 ShortlistLogits shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
-                                 const ShortlistColumns& columns, int64_t rows_per_list) {
+                                 const ShortlistColumns& columns, int64_t rows_per_list, const Int8Rows* int8) {
   const auto& candidates = columns.candidates;
   TORCH_CHECK(hidden.dim() == 2 && matrix.dim() == 2 && hidden.size(1) == matrix.size(1), "shortlist_logits: hidden ",
               hidden.sizes(), " does not match the output matrix ", matrix.sizes());
@@ -287,7 +310,11 @@ ShortlistLogits shortlist_logits(const torch::Tensor& hidden, const torch::Tenso
   TORCH_CHECK(spread.basis.dim() == 2 && spread.basis.size(0) == hidden.size(1) && spread.excess.dim() == 1 &&
                   spread.excess.size(0) == spread.basis.size(1),
               "shortlist_logits: the spread of the matrix's rows is not [D, r] and [r]");
-  return checked_logits(hidden, matrix, columns, rows_per_list);
+  if (int8 != nullptr && int8->defined()) {
+    TORCH_CHECK(int8->values.sizes() == matrix.sizes(), "shortlist_logits: int8 rows ", int8->values.sizes(),
+                " of another matrix than ", matrix.sizes());
+  }
+  return checked_logits(hidden, matrix, columns, rows_per_list, int8);
 }
 
 }  // namespace tfm

@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include "model/shortlist_columns.h"
+#include "model/shortlist_int8.h"
 
 namespace tfm {
 
@@ -29,7 +30,10 @@ struct ShortlistLogits {
 /// On the CPU (float32 or bfloat16, D a multiple of 16) each candidate's row is read in place, in
 /// tiles of up to 4 of a list's rows by 4 candidates, prefetched ahead; elsewhere the whole
 /// vocabulary is scored and the candidates' columns gathered.
+/// int8: the matrix's rows in int8 (a model that decodes in int8): where the CPU has AVX512-VNNI
+/// and D is a multiple of 64, float32 rows' candidates are scored from them (int8_listed_rows).
 ShortlistLogits shortlist_logits(const torch::Tensor& hidden, const torch::Tensor& matrix,
-                                 const ShortlistColumns& columns, int64_t rows_per_list);
+                                 const ShortlistColumns& columns, int64_t rows_per_list,
+                                 const Int8Rows* int8 = nullptr);
 
 }  // namespace tfm

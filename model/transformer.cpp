@@ -78,6 +78,7 @@ void TransformerImpl::pack_for_inference() {
 void TransformerImpl::quantize_int8() {
   quantize_linear_layers_int8(*this);
   output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix());
+  if (int8_listed_supported(output_matrix().size(1))) output_int8_rows_ = int8_rows(output_matrix());
 }
 
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates) {
@@ -108,7 +109,8 @@ TransformerImpl::StepLogits TransformerImpl::step_logits(const torch::Tensor& la
                             : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
   const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
   if (state.output_columns.defined()) {
-    auto [listed, rest] = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory);
+    const Int8Rows* int8 = output_int8_rows_.defined() ? &output_int8_rows_ : nullptr;
+    auto [listed, rest] = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory, int8);
     return {std::move(listed), std::move(rest)};
   }
   return {output_.defined() ? output_.linear(hidden) : project(hidden), {}};

@@ -17,6 +17,7 @@
 #include "model/encoder.h"
 #include "model/model_config.h"
 #include "model/prepared_weight.h"
+#include "model/shortlist_int8.h"
 
 namespace tfm {
 
@@ -90,7 +91,8 @@ class TransformerImpl : public torch::nn::Module {
   RowMoments output_moments();
 
   ModelConfig config_;
-  PreparedWeight output_;  // output_matrix() for oneDNN or FBGEMM, once prepared for inference
+  PreparedWeight output_;      // output_matrix() for oneDNN or FBGEMM, once prepared for inference
+  Int8Rows output_int8_rows_;  // output_matrix() for a shortlist's int8 products, once quantized
   struct MomentsCache {
     std::mutex mutex;  // decoding threads may share a model
     const void* data = nullptr;

@@ -1,0 +1,40 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/types.h>
+
+namespace tfm {
+
+/// An output matrix's rows in int8 for the shortlist's products when a model decodes in int8: the
+/// candidates' rows are then a quarter of the float32 bytes and their products four times as many
+/// per instruction (AVX512-VNNI).
+struct Int8Rows {
+  torch::Tensor values;  // [V, D] int8: round(row / scale), within [-127, 127]
+  torch::Tensor scales;  // [V] float32: max |row| / 127
+  torch::Tensor sums;    // [V] int32: each row's sum of values
+
+  bool defined() const { return values.defined(); }
+};
+
+/// matrix: [V, D] floating, on any device.
+Int8Rows int8_rows(const torch::Tensor& matrix);
+
+/// Whether int8_listed_rows computes on this CPU for rows of `dim`: AVX512-VNNI, dim a multiple of 64.
+bool int8_listed_supported(int64_t dim);
+
+/// The views int8_listed_rows reads and writes.
+struct Int8ListedViews {
+  const float* hidden;        // [N, D]
+  const Int8Rows* rows;       // of the output matrix [V, D]
+  const int64_t* candidates;  // [M, C]: sorted ids, then -1
+  float* listed;              // [N, C]
+  int64_t width, dim, rows_per_list;
+};
+
+/// Rows [begin, end) of shortlist_logits' listed logits (model/shortlist_logits.h) from int8
+/// products: each hidden row quantized to 8 bits with a scale of its own (max |h| / 127), each
+/// candidate's row as in `rows`; listed[n][c] = scale_n scale_c (q_n . q_c), -inf at padding.
+/// Only where int8_listed_supported(dim).
+void int8_listed_rows(const Int8ListedViews& a, int64_t begin, int64_t end);
+
+}  // namespace tfm
