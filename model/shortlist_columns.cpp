@@ -9,6 +9,8 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "runtime/vector_clones.h"
+
 namespace tfm {
 namespace {
 
@@ -19,6 +21,13 @@ constexpr int64_t kSpreadBlock = 16;
 torch::Tensor padded(const torch::Tensor& lists, int64_t width) {
   if (lists.size(1) == width) return lists;
   return torch::cat({lists, torch::full({lists.size(0), width - lists.size(1)}, -1, lists.options())}, 1);
+}
+
+/// sum[d] += row[d] in float64 over `dim`: compiled for AVX-512 and AVX2 as well (lane by lane,
+/// the same sums on every CPU), as a batch's lists add up a few hundred rows each.
+template <typename T>
+TFM_VECTOR_CLONES void add_row(const T* row, int64_t dim, double* sum) {
+  for (int64_t d = 0; d < dim; ++d) sum[d] += static_cast<double>(row[d]);
 }
 
 /// Per list: the sum of its candidates' rows ([M, D] float64) and how many it has.
@@ -35,8 +44,7 @@ void sum_listed_rows(const T* matrix, int64_t vocab, int64_t dim, const int64_t*
         if (id < 0) continue;
         TORCH_CHECK(id < vocab, "shortlist_columns: token ", id, " outside a vocabulary of ", vocab);
         ++counts[m];
-        const T* row = matrix + id * dim;
-        for (int64_t d = 0; d < dim; ++d) sum[d] += static_cast<double>(row[d]);
+        add_row(matrix + id * dim, dim, sum);
       }
     }
   });
