@@ -25,7 +25,9 @@ Int8Rows int8_rows(const torch::Tensor& matrix) {
   return {values, scales.contiguous(), values.sum(1, /*keepdim=*/false, torch::kInt).contiguous()};
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure what a CPU without AVX-512 runs: the
+// float32 kernel.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
 namespace {
 
 #define TFM_VNNI_TARGET __attribute__((target("arch=x86-64-v4,avx512vnni")))
@@ -103,8 +105,9 @@ TFM_VNNI_TARGET void score_tiles(const Int8ListedViews& a, const uint8_t* quanti
       for (int r = 0; r < Rows; ++r) x[r] = _mm512_loadu_si512(xs[r] + d);
       for (int c = 0; c < kColumns; ++c) {
         const __m512i column = _mm512_loadu_si512(columns[c] + d);
-        for (int r = 0; r < Rows; ++r)
+        for (int r = 0; r < Rows; ++r) {
           products[r * kColumns + c] = _mm512_dpbusd_epi32(products[r * kColumns + c], x[r], column);
+        }
       }
     }
     WideLanes lanes[kVectorLanes];
@@ -126,8 +129,11 @@ TFM_VNNI_TARGET void score_tiles(const Int8ListedViews& a, const uint8_t* quanti
 }
 
 TFM_VNNI_TARGET void score_rows(const Int8ListedViews& a, int64_t begin, int64_t end) {
-  std::vector<uint8_t> quantized(static_cast<size_t>((end - begin) * a.dim));  // [rows, D]
-  std::vector<float> row_scales(static_cast<size_t>(end - begin));
+  // Each thread's quantized rows, kept from step to step: no allocation per step.
+  thread_local std::vector<uint8_t> quantized;  // [rows, D]
+  thread_local std::vector<float> row_scales;   // [rows]
+  quantized.resize(static_cast<size_t>((end - begin) * a.dim));
+  row_scales.resize(static_cast<size_t>(end - begin));
   for (int64_t row = begin; row < end; ++row) {
     row_scales[row - begin] = quantize_row(a.hidden + row * a.dim, a.dim, quantized.data() + (row - begin) * a.dim);
   }

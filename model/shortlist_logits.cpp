@@ -42,13 +42,14 @@ struct ShortlistViews {
 template <int Rows>
 constexpr int kTileColumns = kVectorLanes / Rows;
 
-/// products[r * kTileColumns<Rows> + c] += xs[r] . columns[c] in 16-lane steps over `dim` (a
-/// multiple of 16): each product's lanes add in the same order whatever the tile's shape.
-template <int Rows, typename Lanes>
-TFM_ALWAYS_INLINE void add_tile(const float* const* xs, const float* const* columns, int64_t dim,
-                                Lanes (&products)[kVectorLanes]) {
+/// products[r * kTileColumns<Rows> + c] += xs[r] . columns[c] over [from, dim) in 16-lane steps
+/// (dim - from a multiple of 16): each product's lanes add in the same order whatever the tile's
+/// shape.
+template <int Rows, typename T, typename Lanes>
+TFM_ALWAYS_INLINE void add_tile_lanes(const T* const* xs, const T* const* columns, int64_t from, int64_t dim,
+                                      Lanes (&products)[kVectorLanes]) {
   constexpr int kColumns = kTileColumns<Rows>;
-  for (int64_t d = 0; d < dim; d += kVectorLanes) {
+  for (int64_t d = from; d < dim; d += kVectorLanes) {
     Lanes x[Rows];
     for (int r = 0; r < Rows; ++r) x[r] = load_lanes<Lanes>(xs[r] + d);
     for (int c = 0; c < kColumns; ++c) {
@@ -57,7 +58,12 @@ TFM_ALWAYS_INLINE void add_tile(const float* const* xs, const float* const* colu
     }
   }
 }
-/// bfloat16: 32 elements at a time as even and odd halves (load_bfloat16_pairs).
+template <int Rows, typename Lanes>
+TFM_ALWAYS_INLINE void add_tile(const float* const* xs, const float* const* columns, int64_t dim,
+                                Lanes (&products)[kVectorLanes]) {
+  add_tile_lanes<Rows>(xs, columns, 0, dim, products);
+}
+/// bfloat16: 32 elements at a time as even and odd halves (load_bfloat16_pairs), then 16.
 template <int Rows, typename Lanes>
 TFM_ALWAYS_INLINE void add_tile(const c10::BFloat16* const* xs, const c10::BFloat16* const* columns, int64_t dim,
                                 Lanes (&products)[kVectorLanes]) {
@@ -75,14 +81,7 @@ TFM_ALWAYS_INLINE void add_tile(const c10::BFloat16* const* xs, const c10::BFloa
       }
     }
   }
-  for (; d < dim; d += kVectorLanes) {
-    Lanes x[Rows];
-    for (int r = 0; r < Rows; ++r) x[r] = load_lanes<Lanes>(xs[r] + d);
-    for (int c = 0; c < kColumns; ++c) {
-      const Lanes column = load_lanes<Lanes>(columns[c] + d);
-      for (int r = 0; r < Rows; ++r) products[r * kColumns + c] += x[r] * column;
-    }
-  }
+  add_tile_lanes<Rows>(xs, columns, d, dim, products);
 }
 
 /// A tile's products in the lanes' float arithmetic: every CPU.
