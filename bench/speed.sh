@@ -35,6 +35,8 @@ threads=${THREADS:-$(nproc)}
 # The references and the sgemm probe run PyTorch in Python: that needs the full LibTorch install.
 "$here/../scripts/bootstrap" --full
 "$python" -c 'import sentencepiece' 2> /dev/null || "$python" -m pip install -q sentencepiece  # for the references
+# median_by COLUMN < LINES: the middle line by that column's numbers (the lower middle of an even count).
+median_by() { local lines; lines=$(sort -k"$1" -g); sed -n "$(( ($(wc -l <<< "$lines") + 1) / 2 ))p" <<< "$lines"; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 zcat "$data/test_2016_flickr.en.gz" > "$out/test.en"
@@ -66,8 +68,6 @@ echo "   exact matmul count over each engine's time, against the machine's rate 
 echo "   $rounds rounds, reference and tfm in turn, each engine's median round (TRAIN_ROUNDS)"
 printf '%-28s %10s %12s %8s %10s %10s   %s\n' engine seconds tokens/s ratio GFLOP/s of_peak rounds
 dtypes=(float32); [ "$bf16_native" = 1 ] && dtypes+=(bfloat16)
-# The median of "seconds tokens/s" lines by tokens/s.
-median_round() { sort -k2 -n | sed -n "$(( (rounds + 1) / 2 ))p"; }
 for dtype in "${dtypes[@]}"; do
   peak=$(grep -E "^$( [ "$dtype" = float32 ] && echo sgemm || echo 'bf16 gemm'):" "$out/sgemm" | grep -oE '[0-9.]+' | tail -1)
   : > "$out/ref_rounds"; : > "$out/tfm_rounds"
@@ -83,8 +83,8 @@ for dtype in "${dtypes[@]}"; do
       > /dev/null 2> "$out/train-$dtype.log"
     "$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], round(r["tokens_per_s"]))' "$out/train-$dtype/metrics.jsonl" >> "$out/tfm_rounds"
   done
-  read -r ref_s ref_tps ref_gflops < <(median_round < "$out/ref_rounds")
-  read -r seconds tps < <(median_round < "$out/tfm_rounds")
+  read -r ref_s ref_tps ref_gflops < <(median_by 2 < "$out/ref_rounds")
+  read -r seconds tps < <(median_by 2 < "$out/tfm_rounds")
   # Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
   flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%   %s\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
     "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $peak" | bc -l)" "$4"; }
@@ -199,7 +199,7 @@ same() { paste -d '\t' "$out/hyp.tfm_fp32" "$1" | awk -F'\t' '$1 == $2' | wc -l;
 declare -A speed_of mib_of p50_of fastest  # by row name (fastest: by compute type), for the ratios at the end
 for engine in "${engines[@]}"; do
   key=$(key_of "$engine")
-  sps=$(sort -g "$out/sps.$key" | sed -n "$(( ($(wc -l < "$out/sps.$key") + 1) / 2 ))p")
+  sps=$(median_by 1 < "$out/sps.$key")
   [ -z "${ref_sps:-}" ] && ref_sps=$sps
   mapfile -t latency < <(latencies "$engine")
   speed_of[$engine]=$sps; mib_of[$engine]=$(( $(cat "$out/rss.$key") / 1024 ))

@@ -63,14 +63,14 @@ torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& s
 StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
   auto& decoder_state = static_cast<TransformerState&>(state).state;
   // [N, V], or [N, C] and the left-out tokens' stand-in under a shortlist: in the normalizer, not a choice.
-  auto [logits, rest] = model_->step_logits(last_tokens, decoder_state);
+  const auto step_logits = model_->step_logits(last_tokens, decoder_state);
+  const auto& [logits, rest] = step_logits;
   if (log_normalizers_supported(logits) && !logits.requires_grad()) {
     auto [normalizers, block_maxima] = log_normalizers(logits);
     if (rest.defined()) normalizers = torch::logaddexp(normalizers, rest);
     return {logits, normalizers.neg_(), block_maxima};
   }
-  if (!rest.defined()) return {model_->log_probs(logits), {}, {}};
-  return {model_->log_probs(torch::cat({logits, rest.unsqueeze(1)}, 1)).narrow(1, 0, logits.size(1)), {}, {}};
+  return {model_->log_probs(step_logits), {}, {}};
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

@@ -25,12 +25,10 @@ Int8Rows int8_rows(const torch::Tensor& matrix) {
   return {values, scales.contiguous(), values.sum(1, /*keepdim=*/false, torch::kInt).contiguous()};
 }
 
-// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure what a CPU without AVX-512 runs: the
-// float32 kernel.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+// The AVX512-VNNI kernel. Without it (other CPUs, and TFM_ONE_CLONE builds, which measure what a
+// CPU without AVX-512 runs) the float32 kernel serves.
+#ifdef TFM_EXTENSION_KERNELS
 namespace {
-
-#define TFM_VNNI_TARGET __attribute__((target("arch=x86-64-v4,avx512vnni")))
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// The unsigned offset of a quantized hidden value: VNNI multiplies unsigned by signed bytes, so

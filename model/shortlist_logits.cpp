@@ -175,11 +175,9 @@ TFM_LANE_KERNEL((void score_range(const ShortlistViews<BFloat16>& a, int64_t beg
 TFM_LANE_KERNEL((void rest_range(const ShortlistViews<float>& a, int64_t begin, int64_t end)),
                 score_rest<Lanes>(a, begin, end);)
 
-// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+#ifdef TFM_EXTENSION_KERNELS
 // AVX512-BF16's dot product instruction does 32 bfloat16 multiply-adds into 16 float lanes, where
 // widening both halves of a pair of rows and multiplying them takes four instructions.
-#define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
 struct BFloat16DotProducts {
   /// dim: a multiple of 32.
   template <int Rows>
@@ -207,7 +205,7 @@ TFM_BF16_DOT_TARGET void score_range_bf16_dot(const ShortlistViews<BFloat16>& a,
 /// score_range, or the dot product instruction's version where the CPU has it.
 void best_score_range(const ShortlistViews<float>& a, int64_t begin, int64_t end) { score_range(a, begin, end); }
 void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t end) {
-#ifdef TFM_BF16_DOT_TARGET
+#ifdef TFM_EXTENSION_KERNELS
   static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
   if (cpu_has_it && a.dim % (2 * kVectorLanes) == 0) return score_range_bf16_dot(a, begin, end);
 #endif

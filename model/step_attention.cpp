@@ -277,12 +277,10 @@ TFM_LANE_KERNEL((void attend_range(const StepViews<BFloat16, BFloat16>& a, int64
 TFM_LANE_KERNEL((void attend_range(const StepViews<float, BFloat16>& a, int64_t begin, int64_t end)),
                 attend_items<Lanes>(a, begin, end);)
 
-// TFM_ONE_CLONE builds (bench/vector_clones.sh) measure the lane versions alone.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+#ifdef TFM_EXTENSION_KERNELS
 // With bfloat16 queries and keys, AVX512-BF16's dot product instruction does 32 multiply-adds into
 // 16 float lanes where widening a key to float and multiplying takes three instructions per 16: a
 // score's products are exact in float either way, only their order of addition differs.
-#define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
 /// The scores' products by the dot product instruction, over the queries as stored; the sum is
 /// scaled by 1 / sqrt(Dh) afterwards. head_dim: a multiple of 32.
 struct BFloat16DotProducts {
@@ -321,7 +319,7 @@ TFM_BF16_DOT_TARGET void attend_range_bf16_dot(const StepViews<BFloat16, BFloat1
 /// CPU has it.
 template <typename Q, typename K>
 void best_attend_range(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
-#ifdef TFM_BF16_DOT_TARGET
+#ifdef TFM_EXTENSION_KERNELS
   if constexpr (std::is_same_v<Q, BFloat16> && std::is_same_v<K, BFloat16>) {
     static const bool cpu_has_it = __builtin_cpu_supports("avx512bf16");
     if (cpu_has_it && a.head_dim % (2 * kVectorLanes) == 0) return attend_range_bf16_dot(a, begin, end);

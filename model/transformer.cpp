@@ -117,9 +117,12 @@ TransformerImpl::StepLogits TransformerImpl::step_logits(const torch::Tensor& la
 }
 
 torch::Tensor TransformerImpl::step(const torch::Tensor& last_tokens, DecoderState& state) {
-  const auto [logits, rest] = step_logits(last_tokens, state);
+  return log_probs(step_logits(last_tokens, state));
+}
+
+torch::Tensor TransformerImpl::log_probs(const StepLogits& step_logits) {
+  const auto& [logits, rest] = step_logits;
   if (!rest.defined()) return log_probs(logits);
-  // The left-out tokens' stand-in is in the softmax, not a choice.
   return log_probs(torch::cat({logits, rest.unsqueeze(1)}, 1)).narrow(1, 0, logits.size(1)).contiguous();
 }
 

@@ -62,6 +62,9 @@ class TransformerImpl : public torch::nn::Module {
   StepLogits step_logits(const torch::Tensor& last_tokens, DecoderState& state);
   /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
   static torch::Tensor log_probs(const torch::Tensor& logits);
+  /// step_logits() -> step(): under a shortlist the left-out tokens' stand-in is in the softmax, not
+  /// a column of the result ([N, C], contiguous).
+  static torch::Tensor log_probs(const StepLogits& step_logits);
 
   /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
   torch::Tensor project(const torch::Tensor& hidden);

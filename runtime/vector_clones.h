@@ -55,6 +55,16 @@
   }
 #endif
 
+// Kernels for an instruction beyond x86-64-v4 (AVX512-BF16's dot product, AVX512-VNNI's), each
+// called only where the CPU has it (__builtin_cpu_supports) and defined only where
+// TFM_EXTENSION_KERNELS is: GCC on x86-64, and not in TFM_ONE_CLONE builds, which measure the lane
+// versions alone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TFM_ONE_CLONE)
+#define TFM_EXTENSION_KERNELS 1
+#define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
+#define TFM_VNNI_TARGET __attribute__((target("arch=x86-64-v4,avx512vnni")))
+#endif
+
 #include <cstdint>
 
 namespace tfm {
