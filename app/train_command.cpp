@@ -15,6 +15,7 @@
 #include "dist/distributed_group.h"
 #include "dist/torchrun_env.h"
 #include "model/model_file.h"
+#include "runtime/onednn_cache.h"
 #include "runtime/precision.h"
 #include "train/checkpoint.h"
 #include "train/preset_recipe.h"
@@ -135,6 +136,11 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   spdlog::info("precision: {}", precision.reason);
   if (!precision.warning.empty()) spdlog::warn("{}", precision.warning);
   o.train.dtype = to_string(precision.precision);  // recorded resolved, in checkpoints and metrics.jsonl
+  if (device.is_cpu() && precision.precision == Precision::kBFloat16) {
+    // Before the first product: oneDNN sizes its cache then. The products' row counts are bucketed
+    // (model/bucketed_rows.h), so a run meets a bounded set of shapes, and this cache keeps them.
+    widen_onednn_primitive_cache(kTrainingPrimitiveCacheCapacity);
+  }
   if (o.train.require_resume && (o.train.no_resume || !std::filesystem::exists(last))) {
     throw std::invalid_argument(
         "--resume: " + (o.train.no_resume ? std::string("contradicts --no-resume") : last + " does not exist"));

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "model/bucketed_rows.h"
 #include "model/parameter_init.h"
 
 namespace tfm {
@@ -24,6 +25,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   // ATen's linear, not the C++ frontend's: for a [B, T, in] input it is one addmm with the bias
   // in the product, and under autocast the bias is cast with the weight. The frontend's matmul
   // then += bias added a float bias to the bf16 output in a pass of its own.
+  if (buckets_product_rows(x)) return linear_over_bucketed_rows(x, weight, bias);
   return torch::linear(x, weight, bias);
 }
 

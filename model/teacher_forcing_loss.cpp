@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "model/bucketed_rows.h"
 #include "runtime/kernels.h"
 
 namespace tfm {
@@ -14,9 +15,16 @@ LossSums teacher_forcing_loss(Transformer& model, const torch::Tensor& source, c
   }
   const auto hidden = model->decoder_output(source, target_in);  // [B, T, D]
   const auto targets = target_out.reshape({-1});                 // [B*T]
-  const auto tokens = targets.ne(pad_id).nonzero().squeeze(1);   // [M]: the positions that hold a token
-  const auto logits = model->project(hidden.reshape({-1, hidden.size(-1)}).index_select(0, tokens));  // [M, V]
-  return label_smoothed_cross_entropy(logits, targets.index_select(0, tokens), epsilon, pad_id);
+  auto tokens = targets.ne(pad_id).nonzero().squeeze(1);         // [M]: the positions that hold a token
+  auto token_targets = targets.index_select(0, tokens);          // [M]
+  if (buckets_product_rows(hidden)) {
+    // Rows added to reach a bucketed count repeat position 0 with a pad target: no loss, no gradient.
+    const int64_t extra = bucketed_row_count(tokens.size(0)) - tokens.size(0);
+    tokens = torch::cat({tokens, torch::zeros({extra}, tokens.options())});
+    token_targets = torch::cat({token_targets, torch::full({extra}, pad_id, token_targets.options())});
+  }
+  const auto logits = model->project(hidden.reshape({-1, hidden.size(-1)}).index_select(0, tokens));  // [M', V]
+  return label_smoothed_cross_entropy(logits, token_targets, epsilon, pad_id);
 }
 
 }  // namespace tfm

@@ -20,6 +20,11 @@ constexpr int kServingPrimitiveCacheCapacity = 256;
 /// oneDNN reads it once, at its first primitive: call before anything is loaded.
 void widen_onednn_primitive_cache(int capacity);
 
+/// oneDNN primitives bf16 training on the CPU caches: its products' row counts are bucketed (at
+/// most 16 counts per doubling, model/bucketed_rows.h), so a run on Multi30k meets ~450 shapes
+/// (~30 counts x ~15 products) and keeps them all; each holds ~1 MB (BENCHMARKS.md).
+constexpr int kTrainingPrimitiveCacheCapacity = 1024;
+
 /// Entries of ideep's computation cache kept (unless LRU_CACHE_CAPACITY is set).
 constexpr int kIdeepComputationCacheCapacity = 32;
 

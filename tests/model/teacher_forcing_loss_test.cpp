@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/bucketed_rows.h"
+#include "runtime/precision.h"
 #include "tests/model/model_test_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
@@ -53,6 +55,33 @@ TEST(TeacherForcingLoss, ProjectingOnlyTheTokensEqualsProjectingEveryPosition) {
     for (size_t i = 0; i < whole_gradients.size(); ++i) {
       EXPECT_TENSOR_NEAR(selected_gradients[i], whole_gradients[i], 1e-6);
     }
+  }
+}
+
+TEST(TeacherForcingLoss, BucketedRowsUnderBFloat16AutocastAddNoLossAndNoGradient) {
+  // Under bf16 autocast the 41 target tokens are projected as 42 rows (model/bucketed_rows.h); the
+  // added row must add nothing, so the loss and gradients stay those of projecting every position.
+  torch::manual_seed(6);
+  auto config = testing::tiny_model_config();
+  config.dropout = 0.0;
+  Transformer model(config);
+  model->train();
+  const auto source = torch::randint(kNumSpecialIds, 23, {5, 7}, torch::kLong);
+  const auto target_in = torch::randint(kNumSpecialIds, 23, {5, 9}, torch::kLong);
+  auto target_out = torch::randint(kNumSpecialIds, 23, {5, 9}, torch::kLong);
+  target_out.index_put_({3, torch::indexing::Slice(5)}, kPadId);  // 45 - 4 = 41 tokens
+  ASSERT_EQ(bucketed_row_count(41), 42);
+  const AutocastGuard bfloat16(torch::kCPU, Precision::kBFloat16);
+  const auto [selected, selected_gradients] = loss_and_gradients(
+      model, [&] { return teacher_forcing_loss(model, source, target_in, target_out, 0.1, kPadId); });
+  const auto [whole, whole_gradients] = loss_and_gradients(
+      model, [&] { return label_smoothed_cross_entropy(model->forward(source, target_in), target_out, 0.1, kPadId); });
+  EXPECT_NEAR(selected.loss.item<double>(), whole.loss.item<double>(), 1e-3 * whole.loss.item<double>());
+  EXPECT_NEAR(selected.nll.item<double>(), whole.nll.item<double>(), 1e-3 * whole.nll.item<double>());
+  ASSERT_EQ(selected_gradients.size(), whole_gradients.size());
+  for (size_t i = 0; i < whole_gradients.size(); ++i) {
+    EXPECT_TENSOR_NEAR(selected_gradients[i], whole_gradients[i], 0.02 * whole_gradients[i].abs().max().item<double>())
+        << "parameter " << i;
   }
 }
 
