@@ -543,12 +543,13 @@ class Progress:
         self.args, self.d_model = args, d_model
         self.start = self.last_log = time.perf_counter()
         self.update, self.tokens, self.flops, self.curve = 0, 0, 0, []
-        self.interval_loss = self.interval_target = self.interval_tokens = 0
+        self.interval_loss = self.interval_target = self.interval_tokens = self.interval_flops = 0
 
     def add(self, loss_sum, target_tokens, tokens, forward_flops):
         self.update += 1
         self.tokens += tokens
         self.flops += 3 * forward_flops  # forward + backward (2x forward)
+        self.interval_flops += 3 * forward_flops
         self.interval_loss += loss_sum
         self.interval_target += target_tokens
         self.interval_tokens += tokens
@@ -563,8 +564,9 @@ class Progress:
         self.curve.append((self.update, round(loss, 4)))
         print(f"epoch {epoch} | batch {batch}/{batches} | update {self.update} | loss {loss:.3f} | "
               f"lr {learning_rate(self.args, self.d_model, self.update):.3g} | "
-              f"{self.interval_tokens / (now - self.last_log):.0f} tok/s | {now - self.start:.0f} s", file=sys.stderr)
-        self.interval_loss = self.interval_target = self.interval_tokens = 0
+              f"{self.interval_tokens / (now - self.last_log):.0f} tok/s | "
+              f"{self.interval_flops / (now - self.last_log) / 1e9:.2f} GFLOP/s | {now - self.start:.1f} s", file=sys.stderr)
+        self.interval_loss = self.interval_target = self.interval_tokens = self.interval_flops = 0
         self.last_log = now
 
     def summary(self):

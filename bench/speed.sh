@@ -21,6 +21,7 @@
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
 #   UPDATES 0 skips training; DECODING=0 in the environment skips decoding; TRAIN_ROUNDS, default 3,
 #   interleaved rounds of training per engine, of which each engine's median is reported;
+#   TRAIN_WARMUP, default 120, updates bfloat16 training runs before the UPDATES it also times;
 #   DECODE_ROUNDS likewise for decoding)
 set -euo pipefail
 tfm=${1:?usage: $0 TFM MODEL PREPARED_DIR [UPDATES]}
@@ -62,34 +63,58 @@ PY
 
 if [ "$updates" -gt 0 ]; then
 rounds=${TRAIN_ROUNDS:-3}
+warmup=${TRAIN_WARMUP:-120}
 echo
 echo "== training: small preset, $updates updates of --max-tokens 4096 (same batches); GFLOP/s: the reference's"
 echo "   exact matmul count over each engine's time, against the machine's rate for that dtype;"
-echo "   $rounds rounds, reference and tfm in turn, each engine's median round (TRAIN_ROUNDS)"
-printf '%-28s %10s %12s %8s %10s %10s   %s\n' engine seconds tokens/s ratio GFLOP/s of_peak rounds
+echo "   $rounds rounds, reference and tfm in turn, each engine's median round (TRAIN_ROUNDS). bfloat16 runs"
+echo "   $warmup more updates (TRAIN_WARMUP) and its rows 'after $warmup' time the last $updates: oneDNN builds"
+echo "   its bf16 kernels per product shape, once, in a run's first updates (float32's MKL builds none)"
+printf '%-40s %10s %12s %8s %10s %10s   %s\n' engine seconds tokens/s ratio GFLOP/s of_peak rounds
 dtypes=(float32); [ "$bf16_native" = 1 ] && dtypes+=(bfloat16)
+# Rounds files hold one line per round: "seconds tokens/s GFLOP/s" for the first $updates updates,
+# then tokens/s and GFLOP/s for the last $updates (the same figures where nothing runs after them).
+tfm_rates() {  # tfm_rates METRICS_JSONL: first and last logged interval
+  "$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l]; print(round(r[0]["elapsed_s"], 1), round(r[0]["tokens_per_s"]), round(r[-1]["tokens_per_s"]))' "$1"
+}
+reference_rates() {  # reference_rates LOG: first interval's seconds, tokens/s and GFLOP/s, then the last's
+  local first last
+  first=$(grep -m1 -E '[0-9]+ tok/s' "$1"); last=$(grep -E '[0-9]+ tok/s' "$1" | tail -1)
+  echo "$(grep -oE '[0-9.]+ s$' <<< "$first" | cut -d' ' -f1) $(grep -oE '[0-9]+ tok/s' <<< "$first" | cut -d' ' -f1)" \
+    "$(grep -oE '[0-9.]+ GFLOP/s' <<< "$first" | cut -d' ' -f1) $(grep -oE '[0-9]+ tok/s' <<< "$last" | cut -d' ' -f1)" \
+    "$(grep -oE '[0-9.]+ GFLOP/s' <<< "$last" | cut -d' ' -f1)"
+}
 for dtype in "${dtypes[@]}"; do
   peak=$(grep -E "^$( [ "$dtype" = float32 ] && echo sgemm || echo 'bf16 gemm'):" "$out/sgemm" | grep -oE '[0-9.]+' | tail -1)
+  total=$updates; [ "$dtype" = bfloat16 ] && total=$(( warmup / updates * updates + updates ))
   : > "$out/ref_rounds"; : > "$out/tfm_rounds"
   for _ in $(seq "$rounds"); do
-    "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$updates" \
+    "$python" "$here/reference_train.py" --data "$prepared" --preset small --max-updates "$total" \
       --log-interval "$updates" --threads "$threads" --dtype "$dtype" > "$out/ref_train.log" 2>&1
-    summary=$(grep '^reference_train: .* updates' "$out/ref_train.log")
-    echo "$(grep -oE 'in [0-9.]+ s' <<< "$summary" | cut -d' ' -f2) $(grep -oE '[0-9]+ tokens/s' <<< "$summary" | cut -d' ' -f1) $(grep -oE '[0-9.]+ GFLOP/s' <<< "$summary" | cut -d' ' -f1)" >> "$out/ref_rounds"
+    reference_rates "$out/ref_train.log" >> "$out/ref_rounds"
     rm -rf "$out/train-$dtype"
     "$tfm" --threads "$threads" train --train-src "$prepared" --save-dir "$out/train-$dtype" --preset small \
-      --dtype "$dtype" --max-tokens 4096 --max-updates "$updates" --log-interval "$updates" --keep-last 0 \
+      --dtype "$dtype" --max-tokens 4096 --max-updates "$total" --log-interval "$updates" --keep-last 0 \
       --valid-max-sentences 1 \
       > /dev/null 2> "$out/train-$dtype.log"
-    "$python" -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l][-1]; print(r["elapsed_s"], round(r["tokens_per_s"]))' "$out/train-$dtype/metrics.jsonl" >> "$out/tfm_rounds"
+    tfm_rates "$out/train-$dtype/metrics.jsonl" >> "$out/tfm_rounds"
   done
-  read -r ref_s ref_tps ref_gflops < <(median_by 2 < "$out/ref_rounds")
-  read -r seconds tps < <(median_by 2 < "$out/tfm_rounds")
   # Same batches, so the same matmul FLOPs: tfm's rate is the reference's scaled by the speed ratio.
-  flops_row() { printf '%-28s %10.1f %12.0f %8.2f %10.1f %9.0f%%   %s\n' "$1" "$2" "$3" "$(echo "$3 / $ref_tps" | bc -l)" \
-    "$(echo "$ref_gflops * $3 / $ref_tps" | bc -l)" "$(echo "100 * $ref_gflops * $3 / $ref_tps / $peak" | bc -l)" "$4"; }
-  flops_row "PyTorch reference $dtype" "$ref_s" "$ref_tps" "$(cut -d' ' -f2 "$out/ref_rounds" | paste -sd' ')"
-  flops_row "tfm $dtype" "$seconds" "$tps" "$(cut -d' ' -f2 "$out/tfm_rounds" | paste -sd' ')"
+  flops_row() {  # flops_row NAME SECONDS TOKENS/S REFERENCE_TOKENS/S REFERENCE_GFLOP/S ROUNDS
+    printf '%-40s %10s %12.0f %8.2f %10.1f %9.0f%%   %s\n' "$1" "$2" "$3" "$(echo "$3 / $4" | bc -l)" \
+      "$(echo "$5 * $3 / $4" | bc -l)" "$(echo "100 * $5 * $3 / $4 / $peak" | bc -l)" "$6"; }
+  read -r ref_s ref_tps ref_gflops _ < <(median_by 2 < "$out/ref_rounds")
+  read -r seconds tps _ < <(median_by 2 < "$out/tfm_rounds")
+  flops_row "PyTorch reference $dtype" "$ref_s" "$ref_tps" "$ref_tps" "$ref_gflops" "$(cut -d' ' -f2 "$out/ref_rounds" | paste -sd' ')"
+  flops_row "tfm $dtype" "$seconds" "$tps" "$ref_tps" "$ref_gflops" "$(cut -d' ' -f2 "$out/tfm_rounds" | paste -sd' ')"
+  if [ "$total" -gt "$updates" ]; then
+    read -r _ _ _ ref_tps ref_gflops < <(median_by 4 < "$out/ref_rounds")
+    read -r _ _ tps < <(median_by 3 < "$out/tfm_rounds")
+    flops_row "PyTorch reference $dtype after $(( total - updates ))" - "$ref_tps" "$ref_tps" "$ref_gflops" \
+      "$(cut -d' ' -f4 "$out/ref_rounds" | paste -sd' ')"
+    flops_row "tfm $dtype after $(( total - updates ))" - "$tps" "$ref_tps" "$ref_gflops" \
+      "$(cut -d' ' -f3 "$out/tfm_rounds" | paste -sd' ')"
+  fi
 done
 fi
 
