@@ -81,7 +81,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& x, const torch::Tensor& 
     if (self_weights != nullptr) self_weights->push_back(self_w);
     if (cross_weights != nullptr) cross_weights->push_back(cross_w);
   }
-  return final_norm ? final_norm(h) : h;
+  return final_norm ? layer_norm_rows(final_norm, h) : h;
 }
 
 DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor& memory_mask) {
@@ -111,7 +111,7 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
                                                row_starts, slots);
   }
   ++state.step;
-  return final_norm ? final_norm(h) : h;
+  return final_norm ? layer_norm_rows(final_norm, h) : h;
 }
 
 }  // namespace tfm

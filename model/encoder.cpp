@@ -43,7 +43,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& x, const torch::Tensor& 
     h = layer->as<EncoderLayer>()->forward(h, self_mask, weights != nullptr ? &layer_weights : nullptr);
     if (weights != nullptr) weights->push_back(layer_weights);
   }
-  return final_norm ? final_norm(h) : h;
+  return final_norm ? layer_norm_rows(final_norm, h) : h;
 }
 
 }  // namespace tfm

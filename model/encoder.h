@@ -7,6 +7,7 @@
 
 #include "model/attention.h"
 #include "model/feed_forward.h"
+#include "model/layer_norm_rows.h"
 #include "model/model_config.h"
 #include "model/residual_dropout.h"
 
@@ -17,9 +18,9 @@ template <typename Sublayer>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config, bool training,
                        Sublayer&& sublayer) {
   if (config.norm == NormPlacement::kPre) {
-    return residual_dropout(x, sublayer(norm(x)), config.dropout, training);
+    return residual_dropout(x, sublayer(layer_norm_rows(norm, x)), config.dropout, training);
   }
-  return norm(residual_dropout(x, sublayer(x), config.dropout, training));
+  return layer_norm_rows(norm, residual_dropout(x, sublayer(x), config.dropout, training));
 }
 
 /// §3.1: one encoder layer, self-attention then feed-forward.

@@ -64,4 +64,12 @@ int set_this_thread_team(int threads) {
   return at::get_num_threads();
 }
 
+CallingThreadOnly::CallingThreadOnly() : previous_(at::get_num_threads()) {
+  if (previous_ > 1) set_this_thread_team(1);
+}
+
+CallingThreadOnly::~CallingThreadOnly() {
+  if (previous_ > 1) set_this_thread_team(previous_);
+}
+
 }  // namespace tfm

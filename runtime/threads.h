@@ -13,6 +13,20 @@ int configure_threads(int threads);
 /// on this thread afterwards, which stays unchanged in a build without OpenMP.
 int set_this_thread_team(int threads);
 
+/// While alive, the parallel loops the calling thread starts run on it alone (LibTorch's and the
+/// products'); then the thread's team size is restored. For work too small to be worth waking
+/// another thread for: a parallel region costs microseconds whatever it holds.
+class CallingThreadOnly {
+ public:
+  CallingThreadOnly();
+  ~CallingThreadOnly();
+  CallingThreadOnly(const CallingThreadOnly&) = delete;
+  CallingThreadOnly& operator=(const CallingThreadOnly&) = delete;
+
+ private:
+  int previous_;
+};
+
 /// The cores this process may use, shared evenly with the other processes of a multi-process
 /// run on this node (torchrun's LOCAL_WORLD_SIZE); at least 1.
 int default_threads();

@@ -75,5 +75,22 @@ TEST(Threads, SetThisThreadTeamLeavesOtherThreadsAlone) {
   EXPECT_EQ(at::get_num_threads(), before);
 }
 
+TEST(Threads, CallingThreadOnlyRunsLoopsHereThenRestoresTheTeam) {
+  const int before = at::get_num_threads();
+  set_this_thread_team(2);  // a team to leave, even on one core
+  {
+    const CallingThreadOnly one_thread;
+    EXPECT_EQ(at::get_num_threads(), 1);
+    std::atomic<bool> elsewhere{false};
+    const auto here = std::this_thread::get_id();
+    at::parallel_for(0, 1 << 20, 1, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() != here) elsewhere = true;
+    });
+    EXPECT_FALSE(elsewhere) << "a chunk ran on another thread";
+  }
+  EXPECT_EQ(at::get_num_threads(), 2);
+  set_this_thread_team(before);
+}
+
 }  // namespace
 }  // namespace tfm
