@@ -18,11 +18,9 @@ bool buckets_product_rows(const torch::Tensor& x) {
 
 namespace {
 
-/// Whether autocast on the CPU casts x for a lower-precision op: a floating tensor, not float64, of
-/// another dtype than autocast's.
+/// Whether autocast on the CPU casts x for a lower-precision op: a floating tensor other than float64.
 bool autocast_would_cast(const torch::Tensor& x) {
-  return at::autocast::is_autocast_enabled(at::kCPU) && x.is_floating_point() && x.scalar_type() != torch::kFloat64 &&
-         x.scalar_type() != at::autocast::get_autocast_dtype(at::kCPU);
+  return at::autocast::is_autocast_enabled(at::kCPU) && x.is_floating_point() && x.scalar_type() != torch::kFloat64;
 }
 
 }  // namespace
@@ -33,8 +31,8 @@ torch::Tensor linear_over_bucketed_rows(const torch::Tensor& x, const torch::Ten
   if (padded == rows) return torch::linear(x, weight, bias);
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
-  // Cast as autocast would, but before padding: the padded copy is then made in bfloat16 and only
-  // its added rows are zeroed (padding first filled every row in float32, then autocast cast them).
+  // Cast as autocast would, but before padding, so that the padded copy is made in bfloat16 and
+  // only its added rows are written as zeros.
   auto x_rows = x.reshape({rows, in});  // [rows, in]
   if (autocast_would_cast(x_rows)) x_rows = x_rows.to(at::autocast::get_autocast_dtype(at::kCPU));
   const auto padded_x = torch::cat({x_rows, torch::zeros({padded - rows, in}, x_rows.options())});  // [padded, in]
