@@ -39,8 +39,10 @@ int main(int argc, char** argv) {
     const auto logits = (torch::randn({rows, vocabulary}) * 3.0).to(dtype);  // [N, V]
     const auto beam_scores = -torch::rand({rows}) * 10.0;                    // [N]
     const double normalizers_ms = best_ms(repeats, [&] { tfm::log_normalizers(logits); });
-    const auto [normalizers, block_maxima] = tfm::log_normalizers(logits);
-    const auto offsets = beam_scores - normalizers;
+    // Members, not a structured binding: lambdas capture bindings only from C++20 on.
+    const auto normalized = tfm::log_normalizers(logits);
+    const auto& block_maxima = normalized.block_maxima;
+    const auto offsets = beam_scores - normalized.normalizers;
     const double scan_ms = best_ms(repeats, [&] { tfm::beam_top_k(logits, offsets, kBeam, 2 * kBeam); });
     const double skip_ms = best_ms(repeats, [&] { tfm::beam_top_k(logits, offsets, kBeam, 2 * kBeam, block_maxima); });
     std::printf("%-8s logits: normalizers %7.3f ms, top-k %7.3f ms reading every cell, %7.3f ms with block maxima\n",

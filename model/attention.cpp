@@ -75,6 +75,17 @@ std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tens
   const int64_t time = projected.size(1);
   const int64_t heads = options.heads();
   const int64_t head_dim = options.d_model() / heads;
+  if (projected.is_contiguous() && !(torch::GradMode::is_enabled() && projected.requires_grad())) {
+    // One strided view per part instead of a view, a permute and an unbind: a decoding step splits
+    // every layer's projections, and those ops cost more than a small step's products do.
+    std::vector<torch::Tensor> parts;
+    const int64_t d = heads * head_dim;
+    for (int64_t i = 0; i < n; ++i) {
+      parts.push_back(projected.as_strided({batch, heads, time, head_dim}, {time * n * d, head_dim, n * d, 1},
+                                           projected.storage_offset() + i * d));  // [B, H, T, Dh]
+    }
+    return parts;
+  }
   // [B, T, n*D] -> [B, T, n, H, Dh] -> [n, B, H, T, Dh]
   return projected.view({batch, time, n, heads, head_dim}).permute({2, 0, 3, 1, 4}).unbind(0);
 }

@@ -30,7 +30,29 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step,
     buffer = grown;
   }
   TORCH_CHECK(x.size(0) <= buffer.size(1), "LayerCache: ", x.size(0), " rows do not fit a cache of ", buffer.size(1));
-  buffer.select(0, step).narrow(0, 0, x.size(0)).copy_(x.squeeze(2));
+  const int64_t rows = x.size(0), heads = x.size(1), head_dim = x.size(3);
+  if (buffer.is_cpu() && x.is_cpu() && x.scalar_type() == buffer.scalar_type() && buffer.is_contiguous() &&
+      x.stride(3) == 1 && x.stride(1) == head_dim && !x.requires_grad()) {
+    // A row's heads lie side by side in x (a projection's head view) as in the buffer: one copy
+    // of H x Dh per row, where select, narrow, squeeze and a strided copy_ cost several times
+    // what a step's few rows take to move.
+    const int64_t row_bytes = heads * head_dim * x.element_size();
+    const auto* from = static_cast<const char*>(x.data_ptr());
+    auto* to = static_cast<char*>(buffer.data_ptr()) + step * buffer.stride(0) * buffer.element_size();
+    for (int64_t n = 0; n < rows; ++n)
+      std::memcpy(to + n * row_bytes, from + n * x.stride(0) * x.element_size(), row_bytes);
+    return;
+  }
+  buffer.select(0, step).narrow(0, 0, rows).copy_(x.squeeze(2));
+}
+
+/// Positions 0..step of a time-major buffer [capacity, W, H, Dh] -> [W, H, step+1, Dh], a view.
+torch::Tensor filled_positions(const torch::Tensor& buffer, int64_t step) {
+  if (buffer.is_contiguous()) {  // one strided view, not a narrow and a permute
+    return buffer.as_strided({buffer.size(1), buffer.size(2), step + 1, buffer.size(3)},
+                             {buffer.stride(1), buffer.stride(2), buffer.stride(0), 1}, buffer.storage_offset());
+  }
+  return buffer.narrow(0, 0, step + 1).permute({1, 2, 0, 3});
 }
 
 /// Rows `index` of a time-major cache, copying only the `filled` positions into a buffer with room
@@ -127,7 +149,7 @@ std::pair<torch::Tensor, torch::Tensor> LayerCache::append(const torch::Tensor& 
   write_position(self_k, k, step, dtype);
   write_position(self_v, v, step, dtype);
   // [step+1, N, H, Dh] -> [N, H, step+1, Dh]
-  return {self_k.narrow(0, 0, step + 1).permute({1, 2, 0, 3}), self_v.narrow(0, 0, step + 1).permute({1, 2, 0, 3})};
+  return {filled_positions(self_k, step), filled_positions(self_v, step)};
 }
 
 void DecoderState::repeat_rows(int64_t times) {

@@ -18,8 +18,11 @@ template <typename Sublayer>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const ModelConfig& config, bool training,
                        Sublayer&& sublayer) {
   if (config.norm == NormPlacement::kPre) {
+    if (!training) return residual_sum_rows(x, sublayer(layer_norm_rows(norm, x)));
     return residual_dropout(x, sublayer(layer_norm_rows(norm, x)), config.dropout, training);
   }
+  // At inference the sum is written over the sub-layer's fresh output, and normalized there.
+  if (!training) return residual_layer_norm_rows(norm, x, sublayer(x));
   return layer_norm_rows(norm, residual_dropout(x, sublayer(x), config.dropout, training));
 }
 

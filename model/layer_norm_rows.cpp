@@ -1,17 +1,96 @@
 #include "model/layer_norm_rows.h"
 
 #include <ATen/Parallel.h>
+#include <torch/torch.h>
 
+#include "model/layer_norm_kernel.h"
 #include "runtime/threads.h"
 
 namespace tfm {
+namespace {
+
+/// Whether a CPU tensor is small enough that its rows are normalized on the calling thread alone.
+bool few_rows(const torch::Tensor& x) { return x.numel() < at::internal::GRAIN_SIZE; }
+
+/// Whether `norm` over `x` can run LibTorch's kernel directly: inference, a CPU float32 or bfloat16
+/// x contiguous, and an affine norm over its last dimension in x's dtype.
+bool direct_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  const auto& options = norm->options;
+  const auto dtype = x.scalar_type();
+  return layer_norm_kernel_available() && x.is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+         x.is_contiguous() && x.dim() >= 1 && x.numel() > 0 && options.elementwise_affine() &&
+         options.normalized_shape().size() == 1 && options.normalized_shape()[0] == x.size(-1) &&
+         norm->weight.scalar_type() == dtype && norm->bias.scalar_type() == dtype && norm->weight.is_contiguous() &&
+         norm->bias.is_contiguous() &&
+         !(torch::GradMode::is_enabled() && (x.requires_grad() || norm->weight.requires_grad()));
+}
+
+/// LibTorch's kernel over x into out (possibly x), on the calling thread alone for few rows.
+void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor& out) {
+  if (few_rows(x)) {
+    const CallingThreadOnly one_thread;
+    layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
+    return;
+  }
+  layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
+}
+
+/// sum[i] = x[i] + sum[i]: ATen's add in float32 and bfloat16 (a float sum rounded to nearest even).
+template <typename T>
+void add_into(const T* x, T* sum, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) sum[i] = static_cast<T>(static_cast<float>(x[i]) + static_cast<float>(sum[i]));
+}
+
+/// Whether x + sublayer can be written over sublayer: inference, one CPU dtype (float32 or
+/// bfloat16), one shape, both contiguous, and sublayer not sharing x's memory.
+bool sum_in_place_fits(const torch::Tensor& x, const torch::Tensor& sublayer) {
+  const auto dtype = x.scalar_type();
+  return x.is_cpu() && sublayer.is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+         sublayer.scalar_type() == dtype && x.sizes() == sublayer.sizes() && x.is_contiguous() &&
+         sublayer.is_contiguous() && !sublayer.is_alias_of(x) &&
+         !(torch::GradMode::is_enabled() && (x.requires_grad() || sublayer.requires_grad()));
+}
+
+/// sublayer += x (sum_in_place_fits()).
+void add_in_place(const torch::Tensor& x, torch::Tensor& sublayer) {
+  const int64_t grain = few_rows(x) ? x.numel() : at::internal::GRAIN_SIZE;
+  if (x.scalar_type() == torch::kFloat32) {
+    const float* from = x.data_ptr<float>();
+    float* to = sublayer.data_ptr<float>();
+    at::parallel_for(0, x.numel(), grain, [&](int64_t begin, int64_t end) { add_into(from, to, begin, end); });
+  } else {
+    const auto* from = x.data_ptr<c10::BFloat16>();
+    auto* to = sublayer.data_ptr<c10::BFloat16>();
+    at::parallel_for(0, x.numel(), grain, [&](int64_t begin, int64_t end) { add_into(from, to, begin, end); });
+  }
+}
+
+}  // namespace
 
 torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
-  if (x.is_cpu() && x.numel() < at::internal::GRAIN_SIZE) {
+  if (direct_kernel_fits(norm, x)) {
+    auto out = torch::empty_like(x);
+    normalize_into(norm, x, out);
+    return out;
+  }
+  if (x.is_cpu() && few_rows(x)) {
     const CallingThreadOnly one_thread;
     return norm(x);
   }
   return norm(x);
+}
+
+torch::Tensor residual_layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor sublayer) {
+  if (!sum_in_place_fits(x, sublayer) || !direct_kernel_fits(norm, x)) return layer_norm_rows(norm, x + sublayer);
+  add_in_place(x, sublayer);
+  normalize_into(norm, sublayer, sublayer);  // each row is read whole before it is written
+  return sublayer;
+}
+
+torch::Tensor residual_sum_rows(const torch::Tensor& x, torch::Tensor sublayer) {
+  if (!sum_in_place_fits(x, sublayer)) return x + sublayer;
+  add_in_place(x, sublayer);
+  return sublayer;
 }
 
 }  // namespace tfm

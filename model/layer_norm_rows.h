@@ -10,4 +10,15 @@ namespace tfm {
 /// rows do. Each row is normalized by itself either way, so the bits are norm(x)'s.
 torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x);
 
+/// norm(x + sublayer) at inference (post-norm's residual, §3.1), written over `sublayer`, a
+/// sub-layer's fresh output that nothing else holds: the bits of layer_norm_rows(norm, x +
+/// sublayer) without the sum's and the norm's tensors, the ops around them and, for a decoding
+/// step's few rows, a second thread. Elsewhere (autograd, other devices, mixed dtypes) it is
+/// exactly that expression.
+torch::Tensor residual_layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor sublayer);
+
+/// x + sublayer at inference (pre-norm's residual), written over `sublayer` as above; elsewhere
+/// x + sublayer.
+torch::Tensor residual_sum_rows(const torch::Tensor& x, torch::Tensor sublayer);
+
 }  // namespace tfm

@@ -49,15 +49,16 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
-  auto rows = x.reshape({-1, x.size(-1)}).contiguous();  // [M, in]
+  const auto dtype = packed_.scalar_type();
+  const int64_t in = x.size(-1);
+  if (small_rows_ && x.numel() <= SmallRowsProduct::kMaxRows * in && x.numel() >= in && x.scalar_type() == dtype &&
+      (!bias.defined() || bias.scalar_type() == dtype)) {
+    return small_rows_->linear(x.contiguous(), bias, relu);  // [..., out]
+  }
+  auto rows = x.reshape({-1, in}).contiguous();  // [M, in]
   const int64_t m = rows.size(0);
   auto sizes = x.sizes().vec();
   sizes.back() = out_features_;
-  const auto dtype = packed_.scalar_type();
-  if (small_rows_ && m <= SmallRowsProduct::kMaxRows && rows.scalar_type() == dtype &&
-      (!bias.defined() || bias.scalar_type() == dtype)) {
-    return small_rows_->linear(rows, bias, relu).view(sizes);
-  }
   const int64_t padded = pad_rows ? padded_rows(m) : m;
   if (padded != m) {
     // Each output row reads only its own input row, so the zero rows change nothing but the shape.

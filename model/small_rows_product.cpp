@@ -176,14 +176,18 @@ SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) c
 }
 
 torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {
-  const int64_t rows = x.size(0);
-  TORCH_CHECK(x.dim() == 2 && x.size(1) == in_ && rows >= 1 && rows <= kMaxRows && x.is_contiguous() &&
+  const int64_t rows = x.dim() >= 1 && x.size(-1) == in_ ? x.numel() / in_ : 0;
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == in_ && rows >= 1 && rows <= kMaxRows && x.is_contiguous() &&
                   x.scalar_type() == dtype_,
-              "SmallRowsProduct: x must be [M <= ", kMaxRows, ", ", in_, "] contiguous ", dtype_);
+              "SmallRowsProduct: x must be [..., ", in_, "] contiguous ", dtype_, " of 1 to ", kMaxRows, " rows");
   TORCH_CHECK(!bias.defined() || (bias.numel() == out_ && bias.scalar_type() == dtype_),
               "SmallRowsProduct: the bias must be [", out_, "] ", dtype_);
+  // Allocated in x's shape directly: a decoding step makes ~20 products, and a reshape and a view
+  // around each cost as much as a quarter of a small one.
+  c10::SmallVector<int64_t, 4> sizes(x.sizes().begin(), x.sizes().end());
+  sizes.back() = out_;
   const auto bias_contiguous = bias.defined() ? bias.contiguous() : bias;
-  auto out = torch::empty({rows, out_}, x.options());  // [M, out]
+  auto out = torch::empty(sizes, x.options());  // [..., out]
   if (dtype_ == torch::kFloat32) {
     multiply(x.data_ptr<float>(), bias.defined() ? bias_contiguous.data_ptr<float>() : nullptr, relu, rows,
              out.data_ptr<float>());

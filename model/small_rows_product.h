@@ -31,8 +31,8 @@ class SmallRowsProduct {
   SmallRowsProduct(const SmallRowsProduct&) = delete;
   SmallRowsProduct& operator=(const SmallRowsProduct&) = delete;
 
-  /// x: [M, in] contiguous in the weight's dtype, 1 <= M <= kMaxRows; bias: [out] in that dtype or
-  /// undefined -> [M, out] in that dtype.
+  /// x: [..., in] contiguous in the weight's dtype, its M rows 1 <= M <= kMaxRows; bias: [out] in
+  /// that dtype or undefined -> [..., out] in that dtype.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const;
   /// Whether the products read `tensor` (the `packed` given at construction) rather than a copy.
   bool reads(const torch::Tensor& tensor) const;

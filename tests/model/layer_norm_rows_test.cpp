@@ -5,6 +5,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "model/layer_norm_kernel.h"
 #include "runtime/threads.h"
 #include "tests/tensor_assert.h"
 
@@ -46,6 +47,47 @@ TEST_P(LayerNormRows, GivesTheModulesBitsFewRowsAndMany) {
                        GetParam() == torch::kFloat32 ? 1e-5 : 3e-2);
     EXPECT_EQ(at::get_num_threads(), 2) << "the calling thread's team is restored";
   }
+}
+
+// At inference the residual's sum and norm are written over the sub-layer's output: the bits of
+// the two ops, for a step's few rows and for many.
+TEST_P(LayerNormRows, ResidualSumAndNormGiveTheOpsBitsOverTheSublayersOutput) {
+  torch::manual_seed(8);
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({256}));
+  torch::NoGradGuard no_grad;
+  norm->weight.uniform_(0.5, 1.5);
+  norm->bias.uniform_(-0.5, 0.5);
+  norm->to(GetParam());
+  for (const int64_t rows : {4, 200}) {
+    const auto x = (torch::randn({rows, 1, 256}) * 2).to(GetParam());
+    const auto sublayer = torch::randn({rows, 1, 256}).to(GetParam());
+    const auto expected_norm = norm(x + sublayer);
+    auto written = sublayer.clone();
+    const auto got = residual_layer_norm_rows(norm, x, written);
+    EXPECT_TRUE(torch::equal(got, expected_norm)) << rows << " rows";
+    if (layer_norm_kernel_available()) EXPECT_TRUE(got.is_same(written)) << "written over the sub-layer's output";
+    auto summed = sublayer.clone();
+    const auto sum = residual_sum_rows(x, summed);
+    EXPECT_TRUE(torch::equal(sum, x + sublayer)) << rows << " rows";
+    EXPECT_TRUE(sum.is_same(summed));
+    EXPECT_EQ(at::get_num_threads(), 2) << "the calling thread's team is restored";
+  }
+}
+
+// Where a gradient is wanted, the residual is the ops themselves, and nothing is overwritten.
+TEST(LayerNormRowsTraining, ResidualUnderAutogradIsTheOpsAndLeavesItsInputs) {
+  torch::manual_seed(9);
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({16}));
+  const auto x = torch::randn({3, 16}, torch::requires_grad());
+  const auto sublayer = torch::randn({3, 16});
+  const auto kept = sublayer.clone();
+  residual_layer_norm_rows(norm, x, sublayer).sum().backward();
+  EXPECT_TRUE(torch::equal(sublayer, kept));
+  const auto x2 = x.detach().clone().requires_grad_();
+  norm(x2 + sublayer).sum().backward();
+  EXPECT_TRUE(torch::equal(x.grad(), x2.grad()));
+  EXPECT_TRUE(residual_sum_rows(x, sublayer).requires_grad());
+  EXPECT_TRUE(torch::equal(sublayer, kept));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormRows, ::testing::Values(torch::kFloat32, torch::kBFloat16));

@@ -133,6 +133,23 @@ TEST(SmallRowsProduct, ReadsAPackedCopyInItsLayoutInPlace) {
   }
 }
 
+// A decoding step's projections come as [N, 1, in]: the rows of any leading shape, in that shape.
+TEST(SmallRowsProduct, TakesTheRowsOfAnyLeadingShapeAndKeepsIt) {
+  torch::manual_seed(9);
+  const auto weight = torch::randn({70, 32});
+  if (!SmallRowsProduct::supported(weight)) GTEST_SKIP() << "no LIBXSMM kernels on this CPU or build";
+  const SmallRowsProduct product(weight);
+  const auto bias = torch::randn({70});
+  const auto x = torch::randn({4, 1, 32});
+  const auto got = product.linear(x, bias, /*relu=*/true);
+  ASSERT_EQ(got.sizes(), (std::vector<int64_t>{4, 1, 70}));
+  EXPECT_TRUE(torch::equal(got, product.linear(x.view({4, 32}), bias, true).view({4, 1, 70})));
+  const PackedWeight packed(weight);
+  EXPECT_TRUE(torch::equal(packed.linear(x, bias, true), got));
+  EXPECT_THROW(product.linear(torch::zeros({SmallRowsProduct::kMaxRows + 1, 1, 32}), {}, false), c10::Error);
+  EXPECT_THROW(product.linear(torch::zeros({4, 32, 1}), {}, false), c10::Error);  // rows of 1, not of 32
+}
+
 TEST(SmallRowsProduct, RefusesWhatItCannotMultiply) {
   EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 3}, torch::kBFloat16)));  // odd inputs
   EXPECT_FALSE(SmallRowsProduct::supported(torch::zeros({4, 4}, torch::kDouble)));
