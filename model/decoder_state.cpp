@@ -39,8 +39,11 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step,
     const int64_t row_bytes = heads * head_dim * x.element_size();
     const auto* from = static_cast<const char*>(x.data_ptr());
     auto* to = static_cast<char*>(buffer.data_ptr()) + step * buffer.stride(0) * buffer.element_size();
-    for (int64_t n = 0; n < rows; ++n)
-      std::memcpy(to + n * row_bytes, from + n * x.stride(0) * x.element_size(), row_bytes);
+    const int64_t from_row = x.stride(0) * x.element_size();
+    const int64_t grain = std::max<int64_t>(1, 65536 / row_bytes);  // a step's few rows: the calling thread
+    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) std::memcpy(to + n * row_bytes, from + n * from_row, row_bytes);
+    });
     return;
   }
   buffer.select(0, step).narrow(0, 0, rows).copy_(x.squeeze(2));

@@ -35,12 +35,6 @@ void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, to
   layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
 }
 
-/// sum[i] = x[i] + sum[i]: ATen's add in float32 and bfloat16 (a float sum rounded to nearest even).
-template <typename T>
-void add_into(const T* x, T* sum, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) sum[i] = static_cast<T>(static_cast<float>(x[i]) + static_cast<float>(sum[i]));
-}
-
 /// Whether x + sublayer can be written over sublayer: inference, one CPU dtype (float32 or
 /// bfloat16), one shape, both contiguous, and sublayer not sharing x's memory.
 bool sum_in_place_fits(const torch::Tensor& x, const torch::Tensor& sublayer) {
@@ -49,20 +43,6 @@ bool sum_in_place_fits(const torch::Tensor& x, const torch::Tensor& sublayer) {
          sublayer.scalar_type() == dtype && x.sizes() == sublayer.sizes() && x.is_contiguous() &&
          sublayer.is_contiguous() && !sublayer.is_alias_of(x) &&
          !(torch::GradMode::is_enabled() && (x.requires_grad() || sublayer.requires_grad()));
-}
-
-/// sublayer += x (sum_in_place_fits()).
-void add_in_place(const torch::Tensor& x, torch::Tensor& sublayer) {
-  const int64_t grain = few_rows(x) ? x.numel() : at::internal::GRAIN_SIZE;
-  if (x.scalar_type() == torch::kFloat32) {
-    const float* from = x.data_ptr<float>();
-    float* to = sublayer.data_ptr<float>();
-    at::parallel_for(0, x.numel(), grain, [&](int64_t begin, int64_t end) { add_into(from, to, begin, end); });
-  } else {
-    const auto* from = x.data_ptr<c10::BFloat16>();
-    auto* to = sublayer.data_ptr<c10::BFloat16>();
-    at::parallel_for(0, x.numel(), grain, [&](int64_t begin, int64_t end) { add_into(from, to, begin, end); });
-  }
 }
 
 }  // namespace
@@ -82,14 +62,14 @@ torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x
 
 torch::Tensor residual_layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor sublayer) {
   if (!sum_in_place_fits(x, sublayer) || !direct_kernel_fits(norm, x)) return layer_norm_rows(norm, x + sublayer);
-  add_in_place(x, sublayer);
+  sublayer.add_(x);                          // x + sublayer's bits: float addition commutes
   normalize_into(norm, sublayer, sublayer);  // each row is read whole before it is written
   return sublayer;
 }
 
 torch::Tensor residual_sum_rows(const torch::Tensor& x, torch::Tensor sublayer) {
   if (!sum_in_place_fits(x, sublayer)) return x + sublayer;
-  add_in_place(x, sublayer);
+  sublayer.add_(x);
   return sublayer;
 }
 

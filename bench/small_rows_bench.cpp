@@ -1,0 +1,67 @@
+// A decoding step's products at a beam's few rows: microseconds a call and the weight bytes
+// streamed per second, for each of a small Transformer's shapes, float32 and (where native)
+// bfloat16, on one thread and on all. Only for bench/small_rows.sh.
+//   tfm-small-rows-bench [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS]
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "best_ms.h"  // beside this file
+#include "model/packed_weight.h"
+#include "model/small_rows_product.h"
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 4;
+  const int64_t d = argc > 2 ? std::atoll(argv[2]) : 256;
+  const int64_t ff = argc > 3 ? std::atoll(argv[3]) : 1024;
+  const int64_t vocabulary = argc > 4 ? std::atoll(argv[4]) : 8000;
+  const int64_t layers = argc > 5 ? std::atoll(argv[5]) : 3;
+  torch::NoGradGuard no_grad;
+  const int all = at::get_num_threads();
+  // A decoder layer's products ([out, in]) and the output layer's.
+  const std::vector<std::pair<int64_t, int64_t>> shapes{{3 * d, d}, {d, d},  {d, d},         {d, d},
+                                                        {ff, d},    {d, ff}, {vocabulary, d}};
+  const char* names[] = {"self q,k,v", "self out", "cross q", "cross out", "ffn in", "ffn out", "output"};
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    if (!tfm::SmallRowsProduct::supported(torch::zeros({2, 2}, dtype))) continue;
+    for (const int threads : {1, all}) {
+      at::set_num_threads(threads);
+      std::printf("%s, %d rows, %d thread(s):\n", dtype == torch::kFloat32 ? "float32" : "bfloat16",
+                  static_cast<int>(rows), threads);
+      // A whole step: every layer's own weights and then the output layer's, so that the weights
+      // stream from wherever a step finds them (a 3-layer float32 decoder's 19 MB outgrow L2).
+      std::vector<tfm::PackedWeight> step;
+      std::vector<torch::Tensor> step_inputs, step_biases;
+      double step_bytes = 0;
+      for (int64_t layer = 0; layer < layers; ++layer) {
+        for (size_t i = 0; i + 1 < shapes.size() || (layer + 1 == layers && i < shapes.size()); ++i) {
+          const auto [out, in] = shapes[i];
+          step.emplace_back(torch::randn({out, in}).to(dtype));
+          step_biases.push_back(torch::randn({out}).to(dtype));
+          step_inputs.push_back(torch::randn({rows, 1, in}).to(dtype));
+          step_bytes += static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+        }
+      }
+      const double step_ms = tfm::bench::best_ms(200, [&] {
+        for (size_t i = 0; i < step.size(); ++i) step[i].linear(step_inputs[i], step_biases[i]);
+      });
+      std::printf("  a step of %lld layers: %8.2f us %7.1f GB/s (%.1f MB)\n", static_cast<long long>(layers),
+                  step_ms * 1000, step_bytes / (step_ms * 1e6), step_bytes / 1e6);
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const auto [out, in] = shapes[i];
+        const tfm::PackedWeight weight(torch::randn({out, in}).to(dtype));
+        const auto bias = torch::randn({out}).to(dtype);
+        const auto x = torch::randn({rows, 1, in}).to(dtype);
+        const double ms = tfm::bench::best_ms(2000, [&] { weight.linear(x, bias); });
+        const double bytes = static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+        std::printf("  %-11s [%5lld x %5lld] %8.2f us %7.1f GB/s\n", names[i], static_cast<long long>(out),
+                    static_cast<long long>(in), ms * 1000, bytes / (ms * 1e6));
+      }
+    }
+  }
+  return 0;
+}
