@@ -172,7 +172,10 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
   options_.search = within_position_limit(options_.search);
-  if (!shortlist_.empty()) shortlist_.check_vocabulary(vocab_size());
+  if (!shortlist_.empty()) {
+    shortlist_.check_vocabulary(vocab_size());
+    for (auto& model : models_) model->prepare_restricted_output();
+  }
   search_ = make_search_strategy(options_.search);
 }
 

@@ -48,6 +48,10 @@ class TransformerImpl : public torch::nn::Module {
   /// [B, C] int64, one sorted list per sentence of the state, -1 as padding; see
   /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h).
   void restrict_output(DecoderState& state, const torch::Tensor& candidates);
+  /// What restrict_output() needs of the output matrix alone (its rows' moments: a covariance and
+  /// its eigenvectors, ~25 ms at 8,000 x 256) computed now, with the weights' preparation, instead
+  /// of in the first restricted batch.
+  void prepare_restricted_output() { output_moments(); }
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
   /// [N, C] over each row's candidates after restrict_output (padding columns -inf), normalized
   /// with the left-out tokens' stand-in (model/shortlist_logits.h).
