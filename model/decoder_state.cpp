@@ -32,7 +32,7 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step,
   TORCH_CHECK(x.size(0) <= buffer.size(1), "LayerCache: ", x.size(0), " rows do not fit a cache of ", buffer.size(1));
   const int64_t rows = x.size(0), heads = x.size(1), head_dim = x.size(3);
   if (buffer.is_cpu() && x.is_cpu() && x.scalar_type() == buffer.scalar_type() && buffer.is_contiguous() &&
-      x.stride(3) == 1 && x.stride(1) == head_dim && !x.requires_grad()) {
+      x.size(2) == 1 && x.stride(3) == 1 && x.stride(1) == head_dim && !x.requires_grad()) {
     // A row's heads lie side by side in x (a projection's head view) as in the buffer: one copy
     // of H x Dh per row, where select, narrow, squeeze and a strided copy_ cost several times
     // what a step's few rows take to move.

@@ -28,16 +28,22 @@ class LayerNormRows : public ::testing::TestWithParam<torch::ScalarType> {
     set_this_thread_team(2);  // the parallel path, even on one core
   }
   void TearDown() override { set_this_thread_team(previous_); }
+  /// A LayerNorm over 256 with weights and biases away from 1 and 0, in the test's dtype.
+  torch::nn::LayerNorm affine_norm() const {
+    torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({256}));
+    torch::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.uniform_(-0.5, 0.5);
+    norm->to(GetParam());
+    return norm;
+  }
   int previous_ = 1;
 };
 
 TEST_P(LayerNormRows, GivesTheModulesBitsFewRowsAndMany) {
   torch::manual_seed(7);
-  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({256}));
+  auto norm = affine_norm();
   torch::NoGradGuard no_grad;
-  norm->weight.uniform_(0.5, 1.5);
-  norm->bias.uniform_(-0.5, 0.5);
-  norm->to(GetParam());
   // 4 rows: a beam's decoding step, under the grain; 200 rows: over it.
   for (const int64_t rows : {4, 200}) {
     const auto x = (torch::randn({rows, 256}) * 3 + 1).to(GetParam());
@@ -53,11 +59,8 @@ TEST_P(LayerNormRows, GivesTheModulesBitsFewRowsAndMany) {
 // the two ops, for a step's few rows and for many.
 TEST_P(LayerNormRows, ResidualSumAndNormGiveTheOpsBitsOverTheSublayersOutput) {
   torch::manual_seed(8);
-  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({256}));
+  auto norm = affine_norm();
   torch::NoGradGuard no_grad;
-  norm->weight.uniform_(0.5, 1.5);
-  norm->bias.uniform_(-0.5, 0.5);
-  norm->to(GetParam());
   for (const int64_t rows : {4, 200}) {
     const auto x = (torch::randn({rows, 1, 256}) * 2).to(GetParam());
     const auto sublayer = torch::randn({rows, 1, 256}).to(GetParam());
