@@ -1,5 +1,7 @@
 #include "model/layer_norm_rows.h"
 
+#include <optional>
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -27,11 +29,8 @@ bool direct_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x
 
 /// LibTorch's kernel over x into out (possibly x), on the calling thread alone for few rows.
 void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor& out) {
-  if (few_rows(x)) {
-    const CallingThreadOnly one_thread;
-    layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
-    return;
-  }
+  std::optional<CallingThreadOnly> one_thread;
+  if (few_rows(x)) one_thread.emplace();
   layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
 }
 
@@ -53,10 +52,8 @@ torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x
     normalize_into(norm, x, out);
     return out;
   }
-  if (x.is_cpu() && few_rows(x)) {
-    const CallingThreadOnly one_thread;
-    return norm(x);
-  }
+  std::optional<CallingThreadOnly> one_thread;
+  if (x.is_cpu() && few_rows(x)) one_thread.emplace();
   return norm(x);
 }
 
