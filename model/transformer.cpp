@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "model/length_chunks.h"
 #include "model/linear.h"
 #include "model/masks.h"
 #include "model/shortlist_logits.h"
@@ -44,8 +45,15 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
 
 EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
   EncoderOutput out;
-  out.mask = padding_mask(source, kPadId);                            // [B, 1, 1, S]
-  out.memory = encoder->forward(source_embedding(source), out.mask);  // [B, S, D]
+  out.mask = padding_mask(source, kPadId);  // [B, 1, 1, S]
+  const RowsComputation encode_rows = [this](const torch::Tensor& tokens, const torch::Tensor& mask) {
+    return encoder->forward(source_embedding(tokens), mask);  // [n, L, D]
+  };
+  // Outside training a sentence's encoding depends on it alone, so sentences of like length are
+  // encoded together without the padding the batch's longest gives the rest.
+  const auto chunks = is_training() ? std::vector<LengthChunk>{} : length_chunks(mask_lengths(out.mask));
+  out.memory = chunks.size() > 1 ? compute_in_length_chunks(source, out.mask, chunks, encode_rows)
+                                 : encode_rows(source, out.mask);  // [B, S, D]
   return out;
 }
 

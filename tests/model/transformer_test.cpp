@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "model/embeddings.h"
+#include "model/length_chunks.h"
 #include "model/loss.h"
 #include "runtime/kernels.h"
 #include "tests/model/model_test_support.h"
@@ -101,6 +102,26 @@ TEST(Transformer, PaddingDoesNotChangeRealPositions) {
   const auto padded_target = torch::cat({target, torch::full({1, 2}, kPadId, torch::kLong)}, 1);
   EXPECT_TENSOR_NEAR(model->forward(padded_source, target), reference, 1e-5);
   EXPECT_TENSOR_NEAR(model->forward(source, padded_target).narrow(1, 0, 4), reference, 1e-5);
+}
+
+TEST(Transformer, EncodingInLengthChunksEqualsEachSentenceAlone) {
+  // One long sentence among short ones: outside training encode() parts the batch by length
+  // (model/length_chunks.h), and each sentence's memory must still be its own, unpadded.
+  auto model = eval_model(tiny_config());
+  const int64_t rows = 30, longest = 300;
+  auto source = random_ids(rows, longest, 23, 11);
+  for (int64_t b = 0; b < rows; ++b) {
+    if (b != 4) source[b].narrow(0, 3 + b % 5, longest - 3 - b % 5).fill_(kPadId);
+  }
+  const auto encoded = model->encode(source);  // [B, S, D]
+  ASSERT_GT(length_chunks(mask_lengths(encoded.mask)).size(), 1U);
+  const auto whole = model->encoder->forward(model->source_embedding(source), encoded.mask);  // unparted
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t length = mask_lengths(encoded.mask.narrow(0, b, 1)).front();
+    const auto alone = model->encode(source.narrow(0, b, 1).narrow(1, 0, length)).memory[0];  // [L, D]
+    ASSERT_TENSOR_NEAR(encoded.memory[b].narrow(0, 0, length), alone, 1e-5) << "sentence " << b;
+    ASSERT_TENSOR_NEAR(encoded.memory[b].narrow(0, 0, length), whole[b].narrow(0, 0, length), 1e-5) << "sentence " << b;
+  }
 }
 
 /// Step-by-step decoding with the cache equals the teacher-forced forward pass (within
