@@ -35,6 +35,7 @@ struct StepViews {
   Q* out;  // [B, Tq, H, Dh] contiguous
   int64_t rows, heads, queries, keys, head_dim, first;
   const int64_t* row_first;  // [B] or nullptr
+  const int64_t* row_end;    // [B] or nullptr: row b attends no key from row_end[b] on
   const CacheSlots* slots;   // nullptr: row b reads keys and values row b
   float sqrt_head_dim;
 };
@@ -86,6 +87,7 @@ struct ItemViews {
   const Q* bias;         // nullptr: no bias
   Q* out;
   int64_t first;  // the first key it attends
+  int64_t end;    // past the last key it attends
 };
 
 template <typename Q, typename K>
@@ -95,10 +97,11 @@ TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t i
   const int64_t b = item / (a.queries * a.heads);
   const Q* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
   const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
+  const int64_t end = a.row_end != nullptr ? std::clamp(a.row_end[b], first, a.keys) : a.keys;
   const Q* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
   Q* out = a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim;
-  if (a.slots != nullptr) return {q, a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first};
-  return {q, a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first};
+  if (a.slots != nullptr) return {q, a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first, end};
+  return {q, a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first, end};
 }
 
 /// A group's raw scores (one item per lane) at position s -> q k / sqrt(Dh) + bias, -inf where an
@@ -113,7 +116,7 @@ TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemView
   }
   float masked[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i)
-    masked[i] = s < items[i].first ? -std::numeric_limits<float>::infinity() : 0.0F;
+    masked[i] = s < items[i].first || s >= items[i].end ? -std::numeric_limits<float>::infinity() : 0.0F;
   const Lanes mask = load_lanes<Lanes>(masked);
   return where(mask < 0.0F, mask, scores);
 }
@@ -203,7 +206,7 @@ TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stri
 template <typename Lanes, typename Q, typename K>
 TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item, const float* weights,
                                        int64_t first, float* sum) {
-  const int64_t head_dim = a.head_dim, length = a.keys;
+  const int64_t head_dim = a.head_dim, length = item.end;
   const K* values = item.values;
   int64_t d = 0;
   for (; d + 4 * kVectorLanes <= head_dim; d += 4 * kVectorLanes) {
@@ -223,17 +226,18 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
 template <typename Lanes, typename Products, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
-  const int64_t count = end - begin, head_dim = a.head_dim, length = a.keys;
+  const int64_t count = end - begin, head_dim = a.head_dim;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
   ItemViews<Q, K> items[kBlockItems];
-  int64_t block_first = length;
+  int64_t block_first = a.keys, length = 0;  // the block's keys: [block_first, length)
   for (int64_t i = 0; i < count; ++i) {
     items[i] = item_views(a, begin + i, scratch.own_row.data());
     block_first = std::min(block_first, items[i].first);
+    length = std::max(length, items[i].end);
   }
   for (int64_t i = count; i < groups * kGroupItems; ++i) {  // a short group's spare lanes attend nothing
     items[i] = items[0];
-    items[i].first = length;
+    items[i].first = items[i].end = a.keys;
   }
   for (int64_t i = 0; i < groups * kGroupItems; ++i) Products::prepare(a, items[i], &scratch.queries[i * head_dim]);
 
@@ -336,10 +340,27 @@ void attend_all(const StepViews<Q, K>& a) {
   at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { best_attend_range(a, begin, end); });
 }
 
+/// Per row of a bias [B, 1, 1, S], the position after its last key not masked with -inf: a
+/// padding bias's tail is then skipped, not scored (its weights would be exactly zero).
+template <typename Q>
+std::vector<int64_t> unmasked_ends(const torch::Tensor& bias) {
+  const int64_t rows = bias.size(0), length = bias.size(3), position_stride = bias.stride(3);
+  std::vector<int64_t> ends(rows);
+  for (int64_t b = 0; b < rows; ++b) {
+    const Q* row = bias.data_ptr<Q>() + b * bias.stride(0);
+    int64_t end = length;
+    while (end > 0 && static_cast<float>(row[(end - 1) * position_stride]) == -std::numeric_limits<float>::infinity()) {
+      --end;
+    }
+    ends[b] = end;
+  }
+  return ends;
+}
+
 template <typename Q, typename K>
 StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                          const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
-                         const CacheSlots* slots, torch::Tensor& out) {
+                         const std::vector<int64_t>& row_end, const CacheSlots* slots, torch::Tensor& out) {
   const int64_t length = keys.size(2);
   return {q.data_ptr<Q>(),
           q.stride(0),
@@ -364,6 +385,7 @@ StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, cons
           q.size(3),
           std::clamp<int64_t>(first, 0, length),
           row_first != nullptr ? row_first->data() : nullptr,
+          row_end.empty() ? nullptr : row_end.data(),
           slots,
           std::sqrt(static_cast<float>(q.size(3)))};
 }
@@ -402,12 +424,15 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& keys, 
   TORCH_CHECK(row_first == nullptr || static_cast<int64_t>(row_first->size()) == rows, "step_attention: ", rows,
               " rows but ", row_first == nullptr ? 0 : row_first->size(), " first positions");
   auto out = torch::empty({rows, queries, heads * head_dim}, q.options());
+  const bool float_query = q.scalar_type() == torch::kFloat32;
+  std::vector<int64_t> row_end;
+  if (bias.defined()) row_end = float_query ? unmasked_ends<float>(bias) : unmasked_ends<BFloat16>(bias);
   if (narrow_cache) {
-    attend_all(views_of<float, BFloat16>(q, keys, values, bias, first, row_first, slots, out));
-  } else if (q.scalar_type() == torch::kFloat32) {
-    attend_all(views_of<float, float>(q, keys, values, bias, first, row_first, slots, out));
+    attend_all(views_of<float, BFloat16>(q, keys, values, bias, first, row_first, row_end, slots, out));
+  } else if (float_query) {
+    attend_all(views_of<float, float>(q, keys, values, bias, first, row_first, row_end, slots, out));
   } else {
-    attend_all(views_of<BFloat16, BFloat16>(q, keys, values, bias, first, row_first, slots, out));
+    attend_all(views_of<BFloat16, BFloat16>(q, keys, values, bias, first, row_first, row_end, slots, out));
   }
   return out;
 }

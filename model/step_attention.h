@@ -21,6 +21,7 @@ bool step_attention_supported(const torch::Tensor& q);
 /// and values are in q's dtype, or bfloat16 under a float32 q (a cache stored narrower).
 /// The output is in q's dtype.
 /// bias: undefined or [B, 1, 1, S] in q's dtype, added to the scores (0 keeps a key, -inf masks it).
+/// Keys after a row's last unmasked one (a padding tail) are not read at all.
 /// first: keys before this position are not attended (a local attention window).
 /// row_first: null, or B positions: row b attends no key before row_first[b] either (rows that
 /// joined a running batch late); those keys are skipped, not scored.

@@ -84,6 +84,28 @@ TEST(StepAttention, GroupedQueriesWithAPaddingBias) {
   EXPECT_TRUE(out[2].eq(0).all().item<bool>());
 }
 
+TEST(StepAttention, KeysUnderAPaddingBiasTailAreNotRead) {
+  // Keys and values past a row's last unmasked position are skipped, not scored: with NaN there,
+  // scoring them would make the row NaN. Float32 and bfloat16, and a row masked in the middle only.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  const int64_t sources = 3, beam = 4, heads = 2, head_dim = 32, length = 9;
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto q = torch::randn({sources, beam, heads, head_dim}).transpose(1, 2).to(dtype);  // [M, H, K, Dh]
+    auto keys = torch::randn({sources, heads, length, head_dim}).to(dtype);
+    auto values = torch::randn({sources, heads, length, head_dim}).to(dtype);
+    auto bias = torch::zeros({sources, 1, 1, length}, dtype);
+    bias.index_put_({0, 0, 0, torch::indexing::Slice(4)}, -kInf);  // 5 padded positions
+    bias.index_put_({2, 0, 0, 3}, -kInf);                          // masked, but not a tail
+    const auto expected = reference(q, keys, values, bias, 0).to(torch::kFloat32);
+    keys[0].narrow(1, 4, length - 4).fill_(std::nan(""));
+    values[0].narrow(1, 4, length - 4).fill_(std::nan(""));
+    EXPECT_TENSOR_NEAR(step_attention(q, keys, values, bias).to(torch::kFloat32), expected,
+                       dtype == torch::kFloat32 ? 1e-5 : 3e-2)
+        << dtype;
+  }
+}
+
 TEST(StepAttention, BFloat16ComputesInFloat) {
   // Head sizes that are whole pairs of 16 lanes (where AVX512-BF16 has it, its dot product
   // instruction computes their scores) and one that is not; 40 rows x 4 heads: several blocks.
