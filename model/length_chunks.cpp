@@ -36,7 +36,8 @@ std::vector<LengthChunk> length_chunks(const std::vector<int64_t>& lengths, int6
   std::vector<LengthChunk> chunks;
   for (int64_t g = groups; g > 0; g = first[g]) {
     const int64_t begin = bounds[first[g]], end = bounds[g];
-    chunks.push_back({{order.begin() + begin, order.begin() + end}, lengths[order[begin]]});
+    // Rows of no tokens still take one position: a computation over zero positions may fail.
+    chunks.push_back({{order.begin() + begin, order.begin() + end}, std::max<int64_t>(1, lengths[order[begin]])});
   }
   std::reverse(chunks.begin(), chunks.end());
   return chunks;

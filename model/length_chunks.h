@@ -10,7 +10,7 @@ namespace tfm {
 /// Rows of a padded batch that are computed together, padded to the longest of them.
 struct LengthChunk {
   std::vector<int64_t> rows;  // indices into the batch, longest first
-  int64_t longest = 0;        // the longest row's length: the chunk's padded width
+  int64_t longest = 0;        // the longest row's length (at least 1): the chunk's padded width
 };
 
 /// What computing one more chunk costs, in padded tokens: a pass of kernel calls, and in file mode

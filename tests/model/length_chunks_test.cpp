@@ -76,6 +76,15 @@ TEST(LengthChunks, OneChunkWhenPartingSavesNothing) {
   EXPECT_TRUE(length_chunks({}).empty());
 }
 
+TEST(LengthChunks, RowsOfNoTokensStillTakeOnePosition) {
+  std::vector<int64_t> lengths(300, 0);
+  lengths[0] = 40;
+  const auto chunks = length_chunks(lengths);
+  ASSERT_EQ(chunks.size(), 2U);
+  EXPECT_EQ(chunks[1].rows.size(), 299U);
+  EXPECT_EQ(chunks[1].longest, 1);
+}
+
 TEST(LengthChunks, ALongSentenceNoLongerPadsTheShortOnesOfItsBatch) {
   // A server's batch: one long request among short ones.
   std::vector<int64_t> lengths(40, 10);
