@@ -345,9 +345,10 @@ void attend_all(const StepViews<Q, K>& a) {
 template <typename Q>
 std::vector<int64_t> unmasked_ends(const torch::Tensor& bias) {
   const int64_t rows = bias.size(0), length = bias.size(3), position_stride = bias.stride(3);
+  const Q* data = bias.data_ptr<Q>();
   std::vector<int64_t> ends(rows);
   for (int64_t b = 0; b < rows; ++b) {
-    const Q* row = bias.data_ptr<Q>() + b * bias.stride(0);
+    const Q* row = data + b * bias.stride(0);
     int64_t end = length;
     while (end > 0 && static_cast<float>(row[(end - 1) * position_stride]) == -std::numeric_limits<float>::infinity()) {
       --end;

@@ -50,8 +50,10 @@ EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
     return encoder->forward(source_embedding(tokens), mask);  // [n, L, D]
   };
   // Outside training a sentence's encoding depends on it alone, so sentences of like length are
-  // encoded together without the padding the batch's longest gives the rest.
-  const auto chunks = is_training() ? std::vector<LengthChunk>{} : length_chunks(mask_lengths(out.mask));
+  // encoded together without the padding the batch's longest gives the rest (a lone sentence, as
+  // at batch 1, has none to part).
+  const bool parts = !is_training() && source.size(0) > 1;
+  const auto chunks = parts ? length_chunks(mask_lengths(out.mask)) : std::vector<LengthChunk>{};
   out.memory = chunks.size() > 1 ? compute_in_length_chunks(source, out.mask, chunks, encode_rows)
                                  : encode_rows(source, out.mask);  // [B, S, D]
   return out;
