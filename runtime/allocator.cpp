@@ -17,25 +17,36 @@ bool release_free_memory() {
   return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;
 }
 
-bool return_freed_memory_after(long milliseconds) {
-  if (mallctl == nullptr) return false;
-  ssize_t decay = milliseconds;
-  bool ok = true;
-  // The default for arenas made later (one per thread group), then each arena that exists.
-  for (const char* name : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) {
-    ok = mallctl(name, nullptr, nullptr, &decay, sizeof(decay)) == 0 && ok;
-  }
+namespace {
+
+/// Sets jemalloc's decay time of `kind` ("dirty" or "muzzy") pages to `milliseconds` (-1: never)
+/// for the arenas made later (one per thread group) and for each that exists.
+bool set_decay(const std::string& kind, ssize_t milliseconds) {
+  const std::string default_name = "arenas." + kind + "_decay_ms";
+  bool ok = mallctl(default_name.c_str(), nullptr, nullptr, &milliseconds, sizeof(milliseconds)) == 0;
   unsigned arenas = 0;
   size_t size = sizeof(arenas);
   if (mallctl("arenas.narenas", &arenas, &size, nullptr, 0) != 0) return false;
   for (unsigned i = 0; i < arenas; ++i) {
-    for (const char* kind : {"dirty", "muzzy"}) {
-      const std::string name = "arena." + std::to_string(i) + "." + kind + "_decay_ms";
-      // An arena not yet initialized refuses (EFAULT); it takes the default above when it is.
-      mallctl(name.c_str(), nullptr, nullptr, &decay, sizeof(decay));
-    }
+    const std::string name = "arena." + std::to_string(i) + "." + kind + "_decay_ms";
+    // An arena not yet initialized refuses (EFAULT); it takes the default above when it is.
+    mallctl(name.c_str(), nullptr, nullptr, &milliseconds, sizeof(milliseconds));
   }
   return ok;
+}
+
+}  // namespace
+
+bool return_freed_memory_after(long milliseconds) {
+  if (mallctl == nullptr) return false;
+  const bool dirty = set_decay("dirty", milliseconds);
+  return set_decay("muzzy", milliseconds) && dirty;
+}
+
+bool lend_freed_memory_to_the_kernel_after(long milliseconds) {
+  if (mallctl == nullptr) return false;
+  const bool dirty = set_decay("dirty", milliseconds);
+  return set_decay("muzzy", -1) && dirty;
 }
 
 }  // namespace tfm

@@ -3,8 +3,8 @@
 namespace tfm {
 
 /// tfm links jemalloc with decay off (app/main.cpp): freed memory stays with the process, because
-/// re-faulting pages costs ~10 us per 4 KiB on these virtual machines. That suits training, whose
-/// heap is the same every step; a command that frees a transient peak (e.g. a training checkpoint's
+/// re-faulting pages costs ~10 us per 4 KiB on these virtual machines. That suits decoding a file;
+/// a command that frees a transient peak (e.g. a training checkpoint's
 /// optimizer state read while loading a model to translate) hands those pages back with this.
 /// Without jemalloc it does nothing. Returns whether memory was released.
 bool release_free_memory();
@@ -14,5 +14,14 @@ bool release_free_memory();
 /// peak, and the process holds the union of them). Without jemalloc it does nothing; returns
 /// whether the setting took.
 bool return_freed_memory_after(long milliseconds);
+
+/// Lets jemalloc mark pages freed `milliseconds` ago as free for the kernel to take (MADV_FREE:
+/// the kernel reclaims them only under memory pressure, and until then they are reused without a
+/// fault), never unmapping them outright. Training sets this: with decay off, jemalloc joins freed
+/// neighbours only when it purges, so a base-size model's batches of ever-changing shapes kept
+/// leaving pieces too small for the next batch's tensors and the process grew until the kernel
+/// killed it (BENCHMARKS.md, "Base-size training ran out of memory"). Without jemalloc it does
+/// nothing; returns whether the setting took.
+bool lend_freed_memory_to_the_kernel_after(long milliseconds);
 
 }  // namespace tfm

@@ -23,8 +23,9 @@ namespace fs = std::filesystem;
 namespace tfm {
 namespace {
 
-// Free allocator pages are handed back to the OS this often (see after_update).
-constexpr double kMemoryReleaseSeconds = 600;
+// Pages the allocator has held free this long become the kernel's to take (see run()): longer
+// than an update, so that a step's tensors reuse the pages the last step freed.
+constexpr long kFreedMemoryLentAfterMs = 5000;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -170,14 +171,6 @@ void Trainer::log_progress(bool force) {
 
 void Trainer::after_update(bool epoch_end) {
   log_progress(false);
-  // jemalloc runs with decay off (re-faulting pages costs ~10 us each here), so free pages stay
-  // resident however fragmented they get; handing them back now and then caps any growth
-  // (BENCHMARKS.md, training memory) for a negligible share of the time.
-  const double now = now_seconds();
-  if (now - last_memory_release_ >= kMemoryReleaseSeconds) {
-    release_free_memory();
-    last_memory_release_ = now;
-  }
   if (epoch_end) return;  // the epoch's end validates and saves
   if (const CheckpointAction action = schedule_.after_update(progress_.update); action.save) {
     if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
@@ -221,7 +214,10 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
   elapsed_at_start_ = progress_.elapsed_seconds;
   last_saved_update_ = progress_.update;
   last_validated_update_ = progress_.update;  // a resumed run that stops at once rewrites nothing
-  last_memory_release_ = session_start_;
+  // tfm starts jemalloc with decay off (app/main.cpp), and then it never joins freed neighbours:
+  // batches of changing shapes leave pieces too small for the next, and the heap grows without
+  // bound. Lent to the kernel after a while, freed pages are joined and still reused without a fault.
+  lend_freed_memory_to_the_kernel_after(kFreedMemoryLentAfterMs);
   log_ = std::make_unique<ProgressLog>(options_.save_dir, options_.dtype, group_ ? group_->size() : 0, session_start_);
   BatchPrefetcher prefetcher(device_);  // one collating thread for the whole run
   for (;;) {

@@ -78,7 +78,6 @@ class Trainer {
   int64_t last_validated_update_ = -1;  // the update of the newest validation
   std::vector<size_t> batch_counts_;    // batches of each training shard (the same every epoch)
   size_t epoch_batches_ = 0;            // batches in the current epoch
-  double last_memory_release_ = 0;      // when free allocator pages were last handed back (now_seconds)
 };
 
 }  // namespace tfm
