@@ -3,10 +3,10 @@
 namespace tfm {
 
 /// tfm links jemalloc with decay off (app/main.cpp): freed memory stays with the process, because
-/// re-faulting pages costs ~10 us per 4 KiB on these virtual machines. That suits decoding a file;
-/// a command that frees a transient peak (e.g. a training checkpoint's
-/// optimizer state read while loading a model to translate) hands those pages back with this.
-/// Without jemalloc it does nothing. Returns whether memory was released.
+/// re-faulting pages costs ~10 us per 4 KiB on these virtual machines. That suits decoding a file; a
+/// command that frees a transient peak (e.g. a training checkpoint's optimizer state read while
+/// loading a model to translate) hands those pages back with this. Without jemalloc it does
+/// nothing. Returns whether memory was released.
 bool release_free_memory();
 
 /// Lets jemalloc hand pages freed `milliseconds` ago back to the OS from now on, in every arena (a

@@ -214,9 +214,7 @@ StopReason Trainer::run(const std::atomic<bool>& interrupted) {
   elapsed_at_start_ = progress_.elapsed_seconds;
   last_saved_update_ = progress_.update;
   last_validated_update_ = progress_.update;  // a resumed run that stops at once rewrites nothing
-  // tfm starts jemalloc with decay off (app/main.cpp), and then it never joins freed neighbours:
-  // batches of changing shapes leave pieces too small for the next, and the heap grows without
-  // bound. Lent to the kernel after a while, freed pages are joined and still reused without a fault.
+  // With decay off (app/main.cpp) batches of changing shapes would grow the heap without bound.
   lend_freed_memory_to_the_kernel_after(kFreedMemoryLentAfterMs);
   log_ = std::make_unique<ProgressLog>(options_.save_dir, options_.dtype, group_ ? group_->size() : 0, session_start_);
   BatchPrefetcher prefetcher(device_);  // one collating thread for the whole run
