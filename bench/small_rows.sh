@@ -3,7 +3,9 @@
 # and weight bytes streamed per second, each shape alone (its weight warm in cache) and a whole
 # step's in turn (every layer's own weights, as a step streams them), on one thread and on all.
 # At batch 1 a float32 step is bound by these bytes; compare figures from one machine only.
-#   bench/small_rows.sh BUILD_DIR [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS]
+#   bench/small_rows.sh BUILD_DIR [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS] [DEAD]
+# DEAD (default 0.64): the share of the feed-forward output's inputs that are zero in every row, as a
+# ReLU leaves them at a beam's 4 rows; 0 sums every input, as products did before skipping them.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS]}
 shift

@@ -1,7 +1,8 @@
 // A decoding step's products at a beam's few rows: microseconds a call and the weight bytes
 // streamed per second, for each of a small Transformer's shapes, float32 and (where native)
 // bfloat16, on one thread and on all. Only for bench/small_rows.sh.
-//   tfm-small-rows-bench [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS]
+//   tfm-small-rows-bench [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS] [DEAD]
+// DEAD: the share of the feed-forward output's inputs zero in every row (0: every input summed).
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -20,12 +21,22 @@ int main(int argc, char** argv) {
   const int64_t ff = argc > 3 ? std::atoll(argv[3]) : 1024;
   const int64_t vocabulary = argc > 4 ? std::atoll(argv[4]) : 8000;
   const int64_t layers = argc > 5 ? std::atoll(argv[5]) : 3;
+  // The share of the feed-forward output's inputs that are zero in every row: a ReLU's output,
+  // 0.64 at a beam's 4 rows in both trained models (BENCHMARKS.md).
+  const double dead = argc > 6 ? std::atof(argv[6]) : 0.64;
   torch::NoGradGuard no_grad;
   const int all = at::get_num_threads();
   // A decoder layer's products ([out, in]) and the output layer's.
   const std::vector<std::pair<int64_t, int64_t>> shapes{{3 * d, d}, {d, d},  {d, d},         {d, d},
                                                         {ff, d},    {d, ff}, {vocabulary, d}};
   const char* names[] = {"self q,k,v", "self out", "cross q", "cross out", "ffn in", "ffn out", "output"};
+  const size_t relu_input = 5;                               // "ffn out"
+  auto input = [&](size_t shape, torch::ScalarType dtype) {  // [rows, 1, in]
+    const int64_t in = shapes[shape].second;
+    auto x = torch::randn({rows, 1, in});
+    if (shape == relu_input) x = x.relu().masked_fill(torch::rand({1, 1, in}) < dead, 0.0);
+    return x.to(dtype);
+  };
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     if (!tfm::SmallRowsProduct::supported(torch::zeros({2, 2}, dtype))) continue;
     for (const int threads : {1, all}) {
@@ -42,7 +53,7 @@ int main(int argc, char** argv) {
           const auto [out, in] = shapes[i];
           step.emplace_back(torch::randn({out, in}).to(dtype));
           step_biases.push_back(torch::randn({out}).to(dtype));
-          step_inputs.push_back(torch::randn({rows, 1, in}).to(dtype));
+          step_inputs.push_back(input(i, dtype));
           step_bytes += static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
         }
       }
@@ -55,7 +66,7 @@ int main(int argc, char** argv) {
         const auto [out, in] = shapes[i];
         const tfm::PackedWeight weight(torch::randn({out, in}).to(dtype));
         const auto bias = torch::randn({out}).to(dtype);
-        const auto x = torch::randn({rows, 1, in}).to(dtype);
+        const auto x = input(i, dtype);
         const double ms = tfm::bench::best_ms(2000, [&] { weight.linear(x, bias); });
         const double bytes = static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
         std::printf("  %-11s [%5lld x %5lld] %8.2f us %7.1f GB/s\n", names[i], static_cast<long long>(out),

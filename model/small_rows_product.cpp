@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
 #include "runtime/vector_clones.h"
 
@@ -202,15 +204,35 @@ template <typename T>
 void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const {
   const T* weight = static_cast<const T*>(blocks_);
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
+  // Inputs zero in every row (most of a ReLU's output at a beam's rows) are left out of the sums
+  // where at least a quarter are, and their slices of the weight are never read
+  // (model/live_inputs_product.h).
+  thread_local std::vector<int32_t> live;  // the calling thread's: the workers read it through `skip`
+  const int64_t units = in_ / pair_;
+  int64_t summed = units;
+  const int32_t* skip = nullptr;
+  if (rows <= kLiveInputsMaxRows && live_inputs_kernels(pair_ == 2)) {
+    find_live_inputs(input, rows, in_, live);
+    if (static_cast<int64_t>(live.size()) * 4 <= units * 3) {
+      skip = live.data();
+      summed = static_cast<int64_t>(live.size());
+    }
+  }
   // At a few rows a product streams its weight from memory and two cores stream it faster than
   // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
   // batch 1, sharing from ~1M on left most products on one thread).
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (rows * in_ * kBlock));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, rows * summed * pair_ * kBlock));
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
-      run_kernel(kernel(rows, width), weight + block * kBlock * padded_in_, input, acc);
+      const T* weight_block = weight + block * kBlock * padded_in_;
+      // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
+      if (skip != nullptr && width == kBlock) {
+        multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
+      } else {
+        run_kernel(kernel(rows, width), weight_block, input, acc);
+      }
       finish_block(acc, kBlock, bias != nullptr ? bias + first : nullptr, relu, rows, width, result + first, out_);
     }
   });

@@ -15,7 +15,9 @@ namespace tfm {
 /// small batches fastest; BENCHMARKS.md). Accumulates in float32, adds the bias and applies the
 /// ReLU in float32, and rounds once, as oneDNN does; only the order of the sums differs (oneDNN
 /// splits long sums). Inference only, in builds with LIBXSMM (found by CMake): bfloat16 on CPUs
-/// with native bfloat16 (AVX512-BF16), float32 on CPUs with AVX2.
+/// with native bfloat16 (AVX512-BF16), float32 on CPUs with AVX2. At up to kLiveInputsMaxRows
+/// rows, inputs that are zero in every row (a ReLU's output) are left out of the sums and their
+/// slices of the weight unread, in the same bits (model/live_inputs_product.h).
 class SmallRowsProduct {
  public:
   static constexpr int64_t kMaxRows = 64;
