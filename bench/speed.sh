@@ -10,8 +10,8 @@
 #     one batch on every thread and (rows "xN") N batches at once on a thread each
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
 #     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
-#     sentences/s is the median of DECODE_ROUNDS (default 3) rounds that run every engine in turn,
-#     since one run moves 10-20% with the host's load;
+#     sentences/s and each p50 are the median of DECODE_ROUNDS (default 3) rounds that run every
+#     engine in turn, since one run moves 10-20% with the host's load;
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
 #     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
 #     smaller), the same with both stopping alike, the shortlist's speed-up, batch-1 latency
@@ -210,11 +210,20 @@ latencies() {  # latencies NAME: batch-1 p50 at all threads and at one, where me
 echo
 echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, at most 50 tokens with eos; CTranslate2 $ct2_version"
 echo "   (sentences/s: median of $decode_rounds rounds, every engine in turn (DECODE_ROUNDS; the PyTorch reference"
-echo "   once); p50: batch-1 latency, median of 100 lines sent one at a time; shortlist: \`tfm shortlist\` from Multi30k train)"
+echo "   once); p50: batch-1 latency, median of 100 lines sent one at a time, then the median of DECODE_ROUNDS"
+echo "   rounds likewise; shortlist: \`tfm shortlist\` from Multi30k train)"
 for round in $(seq "$decode_rounds"); do
   for engine in "${engines[@]}"; do
     [ "$round" -gt 1 ] && [ "$engine" = "PyTorch reference fp32" ] && continue
     run_once "$engine"
+  done
+done
+# Batch-1 latency in rounds too, every engine in turn: a single p50 moved 10-20% with the host's
+# load, as much as the differences it is read for. p50.KEY: one line per round, all threads and one.
+for round in $(seq "$decode_rounds"); do
+  for engine in "${engines[@]}"; do
+    mapfile -t latency < <(latencies "$engine")
+    [ "${#latency[@]}" -gt 0 ] && echo "${latency[*]}" >> "$out/p50.$(key_of "$engine")"
   done
 done
 printf '%-28s %12s %8s %8s %10s %10s %12s %12s   %s\n' engine sentences/s ratio BLEU identical peak_MiB \
@@ -226,7 +235,10 @@ for engine in "${engines[@]}"; do
   key=$(key_of "$engine")
   sps=$(median_by 1 < "$out/sps.$key")
   [ -z "${ref_sps:-}" ] && ref_sps=$sps
-  mapfile -t latency < <(latencies "$engine")
+  latency=()  # the median of the rounds' p50s, at all threads and at one
+  if [ -f "$out/p50.$key" ]; then
+    for column in 1 2; do latency+=("$(median_by "$column" < "$out/p50.$key" | cut -d' ' -f"$column")"); done
+  fi
   speed_of[$engine]=$sps; mib_of[$engine]=$(( $(cat "$out/rss.$key") / 1024 ))
   [ "${#latency[@]}" -gt 0 ] && p50_of[$engine]=$(printf '%s\n' "${latency[@]}" | sort -g | head -1)
   printf '%-28s %12s %8.2f %8s %10s %10s %12s %12s   %s\n' "$engine" "$sps" "$(echo "$sps / $ref_sps" | bc -l)" \
