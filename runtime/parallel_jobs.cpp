@@ -1,0 +1,63 @@
+#include "runtime/parallel_jobs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include "runtime/threads.h"
+
+namespace tfm {
+
+std::vector<int> worker_teams(int workers, int threads) {
+  workers = std::max(1, workers);
+  threads = std::max(workers, threads);
+  std::vector<int> teams(static_cast<size_t>(workers), threads / workers);
+  for (int w = 0; w < threads % workers; ++w) ++teams[static_cast<size_t>(w)];
+  return teams;
+}
+
+void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::function<void(size_t, size_t)>& job) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  const bool inference = c10::InferenceMode::is_enabled();
+  auto work = [&](size_t worker) {
+    try {
+      for (size_t index = next++; index < jobs && !failed; index = next++) job(index, worker);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!first_error) first_error = std::current_exception();
+      failed = true;
+    }
+  };
+  const int caller_team = at::get_num_threads();
+  std::vector<std::thread> helpers;
+  try {
+    for (size_t worker = 1; worker < teams.size(); ++worker) {
+      helpers.emplace_back([&, worker] {
+        // Inference mode and the team size belong to a thread: each worker takes the caller's
+        // mode and its own share of the cores.
+        const c10::InferenceMode mode(inference);
+        set_this_thread_team(teams[worker]);
+        work(worker);
+      });
+    }
+  } catch (...) {  // no thread to be had: those started finish what they took, then it is rethrown
+    failed = true;
+    for (auto& helper : helpers) helper.join();
+    throw;
+  }
+  set_this_thread_team(teams.empty() ? caller_team : teams.front());
+  work(0);
+  for (auto& helper : helpers) helper.join();
+  set_this_thread_team(caller_team);
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace tfm

@@ -1,0 +1,75 @@
+#include "runtime/parallel_jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+namespace tfm {
+namespace {
+
+TEST(ParallelJobs, WorkerTeamsShareTheCoresEvenlyAndGiveEachOne) {
+  EXPECT_EQ(worker_teams(2, 2), (std::vector<int>{1, 1}));
+  EXPECT_EQ(worker_teams(3, 8), (std::vector<int>{3, 3, 2}));
+  EXPECT_EQ(worker_teams(1, 4), (std::vector<int>{4}));
+  EXPECT_EQ(worker_teams(3, 1), (std::vector<int>{1, 1, 1}));  // never a worker without a core
+  EXPECT_EQ(worker_teams(0, 4), (std::vector<int>{4}));
+}
+
+TEST(ParallelJobs, EveryJobRunsOnceOnItsWorkersTeamInTheCallersMode) {
+  const int caller_team = at::get_num_threads();
+  const std::vector<int> teams = {2, 1, 3};
+  std::vector<std::atomic<int>> runs(40);
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  bool every_team_right = true, every_mode_right = true;
+  {
+    const c10::InferenceMode inference;
+    run_parallel_jobs(runs.size(), teams, [&](size_t job, size_t worker) {
+      ++runs[job];
+      const std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(std::this_thread::get_id());
+      every_team_right = every_team_right && worker < teams.size() && at::get_num_threads() == teams[worker];
+      every_mode_right = every_mode_right && c10::InferenceMode::is_enabled();
+    });
+  }
+  for (size_t job = 0; job < runs.size(); ++job) EXPECT_EQ(runs[job].load(), 1) << "job " << job;
+  EXPECT_TRUE(every_team_right);
+  EXPECT_TRUE(every_mode_right);
+  EXPECT_LE(threads.size(), teams.size());
+  EXPECT_EQ(at::get_num_threads(), caller_team);  // restored
+}
+
+TEST(ParallelJobs, AnErrorStopsTheTakingOfJobsAndIsRethrown) {
+  // One worker: the jobs after the failing one are never taken.
+  std::atomic<int> started{0};
+  auto fail_at_3 = [&](size_t job, size_t /*worker*/) {
+    ++started;
+    if (job == 3) throw std::runtime_error("batch 3 ran out of memory");
+  };
+  try {
+    run_parallel_jobs(10, {1}, fail_at_3);
+    FAIL() << "no error came back";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "batch 3 ran out of memory");
+  }
+  EXPECT_EQ(started.load(), 4);
+  // Two: the error comes back whichever thread met it.
+  EXPECT_THROW(run_parallel_jobs(10, {1, 1}, fail_at_3), std::runtime_error);
+}
+
+TEST(ParallelJobs, NoJobsRunsNothing) {
+  bool ran = false;
+  run_parallel_jobs(0, {1, 1}, [&](size_t, size_t) { ran = true; });
+  EXPECT_FALSE(ran);
+}
+
+}  // namespace
+}  // namespace tfm
