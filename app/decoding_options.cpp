@@ -1,7 +1,10 @@
 #include "app/decoding_options.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include <torch/torch.h>
 
 namespace tfm {
 
@@ -58,6 +61,23 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options, const std
       "Score each batch over the target subwords its source words can translate to (the model file's shortlist, "
       "from `tfm shortlist`): faster, BLEU within ~0.2");
   if (!group.empty()) shortlist->group(group);
+}
+
+void add_batch_workers_option(CLI::App& command, int64_t& workers, const std::string& group) {
+  CLI::Option* option = command
+                            .add_option("--workers", workers,
+                                        "Batches decoded side by side, each on its share of --threads, sharing "
+                                        "--max-tokens (0 = one per core while each keeps 1000 source subwords)")
+                            ->capture_default_str();
+  if (!group.empty()) option->group(group);
+}
+
+int64_t batch_workers(int64_t workers, int64_t max_tokens) {
+  // A batch much smaller than this leaves a core's products short of rows (BENCHMARKS.md).
+  constexpr int64_t kAutoWorkerTokens = 1000;
+  if (workers < 0) throw std::invalid_argument("--workers must be >= 0 (0: one per core)");
+  if (workers > 0) return workers;
+  return std::clamp<int64_t>(max_tokens / kAutoWorkerTokens, 1, torch::get_num_threads());
 }
 
 }  // namespace tfm

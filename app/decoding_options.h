@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -25,5 +26,11 @@ void parse_sampling(const std::string& value, SamplingOptions& sampling);
 /// --temperature, --seed, --max-tokens, --batch-size, --max-source-len, --dtype, --quantize and --shortlist, in
 /// help group `group` (empty = the default group).
 void add_decoding_options(CLI::App& command, DecodingOptions& options, const std::string& group = "");
+/// Adds --workers (batches decoded side by side) for the commands that translate a whole file
+/// (`translate`, `eval --model`; `tfm serve` has workers of its own).
+void add_batch_workers_option(CLI::App& command, int64_t& workers, const std::string& group = "");
+/// --workers as given (>= 1), or for 0 one per core of LibTorch's threads while each batch keeps
+/// at least 1000 source subwords of --max-tokens. std::invalid_argument when negative.
+int64_t batch_workers(int64_t workers, int64_t max_tokens);
 
 }  // namespace tfm

@@ -45,6 +45,7 @@ struct EvalCommandOptions {
   std::string src;
   std::string output;  // where to keep the translations (optional)
   DecodingOptions decoding;
+  int64_t workers = 0;  // batches decoded side by side (0 = one per core)
   RuntimeOptions runtime;
 };
 
@@ -83,6 +84,7 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
     throw std::invalid_argument("give either --hyp (score a file) or --model with --src (translate, then score)");
   }
   if (!options.models.empty() && options.src.empty()) throw std::invalid_argument("--model needs --src");
+  batch_workers(options.workers, options.decoding.translator.max_tokens);  // throws for a bad --workers
   int stdin_inputs = options.hyp == "-" || options.src == "-" ? 1 : 0;
   for (const auto& ref : options.refs) stdin_inputs += ref == "-" ? 1 : 0;
   if (stdin_inputs > 1) throw std::invalid_argument("only one of --hyp and --ref can read stdin ('-')");
@@ -104,7 +106,9 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
 /// Translates --src with --model (one model or an ensemble); keeps the time it took.
 void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   const auto sources = read_segments(options.src);
-  Translator translator = open_translator(options.models, options.decoding, options.runtime);
+  DecodingOptions decoding = options.decoding;
+  decoding.translator.workers = batch_workers(options.workers, decoding.translator.max_tokens);
+  Translator translator = open_translator(options.models, decoding, options.runtime);
   const auto start = std::chrono::steady_clock::now();
   for (const auto& translation : translator.translate(sources)) inputs.hyps.push_back(translation.text());
   inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -271,6 +275,7 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
   command->add_option("--src", options->src, "Source segments to translate (.gz, .sgm, .xml)")->group(group);
   command->add_option("--output,-o", options->output, "Also write the translations here")->group(group);
   add_decoding_options(*command, options->decoding, group);
+  add_batch_workers_option(*command, options->workers, group);
   add_runtime_options(*command, options->runtime);
   command->callback([options, smooth_value, &action] {
     options->has_smooth_value = smooth_value->count() > 0;

@@ -79,6 +79,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"validate_every", "--validate-every"},
     {"vocab_size", "--vocab-size"},
     {"warmup", "--warmup"},
+    {"workers", "--workers"},
 };
 
 std::string spelled_as_flag(std::string_view key) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "model/model_file.h"
@@ -67,6 +68,10 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
                          : fmt::format("beam {}", search.beam);
   spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,
                search.max_len_a, search.max_len_b);
+  if (options.workers > 1 && !sampling.enabled) {
+    spdlog::info("batches: up to {} side by side, each of up to {} source subwords", options.workers,
+                 std::max<int64_t>(1, options.max_tokens / options.workers));
+  }
   Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device,
                         decoding.shortlist ? std::move(loaded.shortlist) : Shortlist());
   // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights

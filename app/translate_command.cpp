@@ -29,6 +29,7 @@ struct TranslateOptions {
   std::string output = "-";
   std::string format = "text";
   int64_t buffer_size = 0;
+  int64_t workers = 0;           // batches decoded at once (0 = auto)
   std::string attention_out;     // directory of attention pages (empty = none)
   std::string alignment;         // "" | hard | soft
   int64_t alignment_layer = -2;  // the cross-attention layer alignments come from
@@ -88,6 +89,8 @@ void run_translate(const TranslateOptions& options) {
     throw std::invalid_argument("--format " + options.format + ": expected text or json");
   }
   if (options.buffer_size < 0) throw std::invalid_argument("--buffer-size must be >= 0");
+  DecodingOptions decoding = options.decoding;
+  decoding.translator.workers = batch_workers(options.workers, decoding.translator.max_tokens);
   if (!options.alignment.empty() && options.alignment != "hard" && options.alignment != "soft") {
     throw std::invalid_argument("--alignment " + options.alignment + ": expected hard or soft");
   }
@@ -97,7 +100,7 @@ void run_translate(const TranslateOptions& options) {
   if (!options.alignment.empty() && options.decoding.translator.search.nbest > 1 && options.format != "json") {
     throw std::invalid_argument("--alignment with --nbest: use --format json (the alignment is the best's)");
   }
-  Translator translator = open_translator(options.models, options.decoding, options.runtime);
+  Translator translator = open_translator(options.models, decoding, options.runtime);
   std::optional<AttentionPages> pages;
   if (!options.attention_out.empty()) pages.emplace(options.attention_out);
 
@@ -166,6 +169,7 @@ void add_translate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--buffer-size", o.buffer_size,
                   "Lines read before translating (0 = as many as are ready, up to 4000)")
       ->capture_default_str();
+  add_batch_workers_option(*cmd, o.workers);
   cmd->add_option("--format", o.format, "text or json (one JSON object per line)")->capture_default_str();
   cmd->add_option("--attention-out", o.attention_out,
                   "Write one HTML page per line to this directory: cross-, encoder and decoder self-attention "

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "decode/scorer.h"
@@ -12,6 +13,7 @@
 #include "model/parameter_init.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
+#include "runtime/parallel_jobs.h"
 #include "text/option_names.h"
 #include "text/special_ids.h"
 
@@ -141,6 +143,7 @@ void validate(const TranslatorOptions& options) {
   if (options.max_tokens < 1) throw std::invalid_argument(option_name("max_tokens") + " must be >= 1");
   if (options.batch_size < 0) throw std::invalid_argument(option_name("batch_size") + " must be >= 0");
   if (options.max_source_len < 1) throw std::invalid_argument(option_name("max_source_len") + " must be >= 1");
+  if (options.workers < 1) throw std::invalid_argument(option_name("workers") + " must be >= 1");
   if (options.quantize_int8 && options.precision != Precision::kFloat32) {
     throw std::invalid_argument(option_name("quantize") + " int8 computes from float32 weights: use it with " +
                                 option_name("dtype") + " float32");
@@ -192,7 +195,7 @@ SearchOptions IdTranslator::within_position_limit(SearchOptions search) const {
 int64_t IdTranslator::vocab_size() const { return models_.front()->config().vocab_size; }
 
 std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources) {
-  return translate_with(std::move(sources), *search_, options_.search.beam);
+  return translate_with(std::move(sources), *search_, options_.search);
 }
 
 std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources,
@@ -200,11 +203,11 @@ std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64
   const SearchOptions limited = within_position_limit(search);
   validate(limited);
   const auto strategy = make_search_strategy(limited);
-  return translate_with(std::move(sources), *strategy, limited.beam);
+  return translate_with(std::move(sources), *strategy, limited);
 }
 
 std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<int64_t>> sources,
-                                                        SearchStrategy& search, int64_t beam) {
+                                                        SearchStrategy& search, const SearchOptions& options) {
   torch::InferenceMode inference;
   const EvalModeGuard eval_mode(models_);
   std::vector<IdTranslation> out(sources.size());
@@ -220,9 +223,24 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
   // before, and jemalloc, which keeps freed pages (app/main.cpp), held them all (BENCHMARKS.md).
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  auto batches = group_rows(order, sources, options_);
+  const int64_t workers = options.sampling.enabled ? 1 : options_.workers;
+  TranslatorOptions batching = options_;
+  batching.max_tokens = std::max<int64_t>(1, options_.max_tokens / workers);
+  auto batches = group_rows(order, sources, batching);
   std::reverse(batches.begin(), batches.end());
-  for (const auto& rows : batches) translate_batch(sources, rows, search, beam, out);
+  // No more workers than batches or cores: a single batch (a line typed at a prompt) keeps them all.
+  const int threads = at::get_num_threads();
+  const auto teams = worker_teams(
+      static_cast<int>(std::min<int64_t>({workers, static_cast<int64_t>(batches.size()), int64_t{threads}})), threads);
+  if (teams.size() <= 1) {
+    for (const auto& rows : batches) translate_batch(sources, rows, search, options.beam, out);
+  } else {
+    std::vector<std::unique_ptr<SearchStrategy>> own(teams.size());  // worker 0 uses `search`
+    for (size_t w = 1; w < own.size(); ++w) own[w] = make_search_strategy(options);
+    run_parallel_jobs(batches.size(), teams, [&](size_t batch, size_t worker) {
+      translate_batch(sources, batches[batch], worker == 0 ? search : *own[worker], options.beam, out);
+    });
+  }
   for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
   return out;
 }

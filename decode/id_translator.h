@@ -23,6 +23,12 @@ struct TranslatorOptions {
   int64_t max_source_len = 1024;  // longer inputs are truncated (and flagged)
   Precision precision = Precision::kFloat32;
   bool quantize_int8 = false;  // int8 linear layers (CPU, float32 weights): model/linear.h
+  /// Batches decoded at once, each on its share of the calling thread's cores (runtime/
+  /// parallel_jobs.h), with max_tokens shared among them: as many source tokens in flight as one
+  /// batch would hold. Several one-core batches side by side keep the cores busy through the
+  /// parts of a step that do not split across threads (BENCHMARKS.md). Sampling decodes one batch
+  /// at a time: its draws go on from batch to batch.
+  int64_t workers = 1;
 };
 
 void validate(const TranslatorOptions& options);
@@ -120,8 +126,9 @@ class IdTranslator {
   friend class IdTranslationStream;
   /// A sentence as the models read it: truncated to source_limit() (flagged), source_ids filled.
   IdTranslation prepared(std::vector<int64_t>& source) const;
+  /// `search` is `options`' strategy; parallel batches make one each of their own from `options`.
   std::vector<IdTranslation> translate_with(std::vector<std::vector<int64_t>> sources, SearchStrategy& search,
-                                            int64_t beam);
+                                            const SearchOptions& options);
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
                        SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out);
   /// `search` limited to the longest output the models can position.

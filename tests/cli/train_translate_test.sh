@@ -89,6 +89,19 @@ grep -q "shortlist: 10 frequent subwords" "$WORK/shortlisted.err" || fail "--sho
 "$TFM" translate --model "$WORK/shortlisted.pt" < "$WORK/data/test.en" > "$WORK/unlisted.out" 2>/dev/null
 "$TFM" translate --model "$model" < "$WORK/data/test.en" > "$WORK/plain.out" 2>/dev/null
 cmp -s "$WORK/unlisted.out" "$WORK/plain.out" || fail "a model with a shortlist translates differently without --shortlist"
+# Batches side by side (--workers) translate as one at a time does, every line in its place.
+"$TFM" --threads 2 translate --model "$model" --max-tokens 40 --workers 2 < "$WORK/data/test.en" \
+  > "$WORK/workers.out" 2> "$WORK/workers.err" || fail "translate --workers 2: $(cat "$WORK/workers.err")"
+"$TFM" --threads 2 translate --model "$model" --max-tokens 40 --workers 1 < "$WORK/data/test.en" \
+  > "$WORK/one_worker.out" 2>/dev/null
+cmp -s "$WORK/workers.out" "$WORK/one_worker.out" || fail "--workers 2 translates unlike --workers 1"
+[ "$(wc -l < "$WORK/workers.out")" = "$(wc -l < "$WORK/data/test.en")" ] || fail "--workers 2 lost lines"
+grep -q "batches: up to 2 side by side, each of up to 20 source subwords" "$WORK/workers.err" ||
+  fail "--workers 2 is not logged: $(cat "$WORK/workers.err")"
+run "$TFM" translate --model "$model" --workers -1
+expect_code 2 "--workers -1"
+expect_one_line_error "--workers -1"
+expect_contains "$err" "--workers must be >= 0" "--workers -1"
 run "$TFM" translate --model "$model" --shortlist
 expect_code 2 "--shortlist without one"
 expect_one_line_error "--shortlist without one"
