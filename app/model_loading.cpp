@@ -68,7 +68,7 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
                          : fmt::format("beam {}", search.beam);
   spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,
                search.max_len_a, search.max_len_b);
-  if (options.workers > 1 && !sampling.enabled) {
+  if (options.workers > 1 && !sampling.enabled && device.is_cpu()) {
     spdlog::info("batches: up to {} side by side, each of up to {} source subwords", options.workers,
                  std::max<int64_t>(1, options.max_tokens / options.workers));
   }

@@ -175,6 +175,9 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
   }
   if (source_limit_ < 1) throw std::invalid_argument("the model's learned positions leave no room for a source");
   options_.search = within_position_limit(options_.search);
+  // A GPU takes one batch at a time: its kernels queue on one stream, and halved batches would
+  // only leave it idle more.
+  if (!device_.is_cpu()) options_.workers = 1;
   if (!shortlist_.empty()) {
     shortlist_.check_vocabulary(vocab_size());
     for (auto& model : models_) model->prepare_restricted_output();

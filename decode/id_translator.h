@@ -27,7 +27,7 @@ struct TranslatorOptions {
   /// parallel_jobs.h), with max_tokens shared among them: as many source tokens in flight as one
   /// batch would hold. Several one-core batches side by side keep the cores busy through the
   /// parts of a step that do not split across threads (BENCHMARKS.md). Sampling decodes one batch
-  /// at a time: its draws go on from batch to batch.
+  /// at a time: its draws go on from batch to batch. CPU only: on a GPU one batch at a time.
   int64_t workers = 1;
 };
 
