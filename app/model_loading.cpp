@@ -68,12 +68,12 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
                          : fmt::format("beam {}", search.beam);
   spdlog::info("search: {}, length penalty {:g}, max length {:g} * source + {}", strategy, search.length_penalty,
                search.max_len_a, search.max_len_b);
-  if (options.workers > 1 && !sampling.enabled && device.is_cpu()) {
-    spdlog::info("batches: up to {} side by side, each of up to {} source subwords", options.workers,
-                 std::max<int64_t>(1, options.max_tokens / options.workers));
-  }
   Translator translator(std::move(loaded.models), std::move(loaded.tokenizer), options, device,
                         decoding.shortlist ? std::move(loaded.shortlist) : Shortlist());
+  if (const int64_t workers = translator.ids().batch_workers(); workers > 1) {
+    spdlog::info("batches: up to {} side by side, each of up to {} source subwords", workers,
+                 std::max<int64_t>(1, options.max_tokens / workers));
+  }
   // Loading freed what decoding never needs (a training checkpoint's optimizer state, the weights
   // before conversion or quantization): hand it back rather than keep it for the whole run.
   release_free_memory();

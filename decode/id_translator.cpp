@@ -226,7 +226,7 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
   // before, and jemalloc, which keeps freed pages (app/main.cpp), held them all (BENCHMARKS.md).
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  const int64_t workers = options.sampling.enabled ? 1 : options_.workers;
+  const int64_t workers = workers_for(options);
   TranslatorOptions batching = options_;
   batching.max_tokens = std::max<int64_t>(1, options_.max_tokens / workers);
   auto batches = group_rows(order, sources, batching);

@@ -111,6 +111,9 @@ class IdTranslator {
   std::unique_ptr<IdTranslationStream> stream(const SearchOptions& search);
   /// The search settings translate() uses (after the models' position limits).
   const SearchOptions& search_options() const { return options_.search; }
+  /// Batches translate() decodes at once, at most: TranslatorOptions::workers, or 1 where the
+  /// device or the search takes one batch at a time (before capping by batches and cores).
+  int64_t batch_workers() const { return workers_for(options_.search); }
 
   /// The first model's attention (an ensemble's members each have their own) over a source and
   /// one of its hypotheses (ids without </s>), as it computed them decoding.
@@ -131,6 +134,8 @@ class IdTranslator {
                                             const SearchOptions& options);
   void translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
                        SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out);
+  /// Batches decoded at once with `search`: sampling's draws go on from batch to batch.
+  int64_t workers_for(const SearchOptions& search) const { return search.sampling.enabled ? 1 : options_.workers; }
   /// `search` limited to the longest output the models can position.
   SearchOptions within_position_limit(SearchOptions search) const;
 
