@@ -17,21 +17,13 @@
 namespace tfm {
 namespace {
 
-/// fbgemm::FindMinMax over `count` floats, a piece per thread: the same minimum and maximum, without
-/// the other threads waiting on one to read a decoding step's whole input.
-std::pair<float, float> value_range(const float* values, int64_t count) {
-  constexpr int64_t kPieceElements = int64_t{1} << 16;
-  const int64_t pieces = std::clamp<int64_t>(count / kPieceElements, 1, at::get_num_threads());
-  std::vector<float> minima(static_cast<size_t>(pieces)), maxima(static_cast<size_t>(pieces));
-  at::parallel_for(0, pieces, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t piece = begin; piece < end; ++piece) {
-      const int64_t from = count * piece / pieces, to = count * (piece + 1) / pieces;
-      fbgemm::FindMinMax(values + from, &minima[static_cast<size_t>(piece)], &maxima[static_cast<size_t>(piece)],
-                         to - from);
-    }
-  });
-  return {*std::min_element(minima.begin(), minima.end()), *std::max_element(maxima.begin(), maxima.end())};
-}
+/// Output columns per packed panel of W^T: a panel's int32 products for a block of rows
+/// (kBlockRows x kPanelColumns, 384 KiB) stay in a core's second-level cache until they are
+/// dequantized.
+constexpr int32_t kPanelColumns = 256;
+/// Rows per product call: FBGEMM's own cache block for M on AVX-512 (PackingTraits' MCB), so each
+/// panel of W is streamed from memory as often as one whole product would stream it.
+constexpr int64_t kBlockRows = 384;
 
 /// Swallows LibTorch's warnings: quantize_per_channel warns that quantized tensors are deprecated.
 class SilentWarnings : public c10::WarningHandler {
@@ -39,15 +31,37 @@ class SilentWarnings : public c10::WarningHandler {
   void process(const c10::Warning&) override {}
 };
 
+/// Row `row` of x [m, k] quantized as quantized::linear_dynamic (reduce_range) quantizes a one-row
+/// input: its own range mapped onto [0, 127] (7 bits, which AVX2's int8 multiply-add cannot
+/// overflow) -> `out` [k] and the row's parameters.
+fbgemm::TensorQuantizationParams quantize_row(const float* row, int64_t k, uint8_t* out) {
+  float low = 0.0F, high = 0.0F;
+  fbgemm::FindMinMax(row, &low, &high, k);
+  const auto chosen = quant_utils::ChooseQuantizationParams(low, high, /*qmin=*/0, /*qmax=*/255,
+                                                            /*preserve_sparsity=*/false,
+                                                            /*force_scale_power_of_two=*/false, /*reduce_range=*/true);
+  fbgemm::TensorQuantizationParams params;
+  params.scale = static_cast<float>(chosen.scale);
+  params.zero_point = chosen.zero_point;
+  params.precision = 8;
+  fbgemm::QuantizeAvx2<uint8_t>(row, out, k, params);
+  return params;
+}
+
 }  // namespace
 
 struct Int8Weight::Packed {
+  /// Columns [first, first + count) of W^T as FBGEMM's kernels read them.
+  struct Panel {
+    int32_t first = 0, count = 0;
+    std::unique_ptr<fbgemm::PackBMatrix<int8_t>> matrix;
+  };
   int64_t in = 0, out = 0;
-  std::unique_ptr<fbgemm::PackBMatrix<int8_t>> matrix;  // W^T as FBGEMM's kernels read it
-  std::vector<float> scales;                            // [out]: row i of W is scales[i] x int8
-  std::vector<int32_t> zero_points;                     // [out]: 0 (symmetric)
-  std::vector<int32_t> column_sums;                     // [out]: sum over k of int8 W[i, k]
-  torch::Tensor bias;                                   // [out] float32, or undefined
+  std::vector<Panel> panels;
+  std::vector<float> scales;         // [out]: row i of W is scales[i] x int8
+  std::vector<int32_t> zero_points;  // [out]: 0 (symmetric)
+  std::vector<int32_t> column_sums;  // [out]: sum over k of int8 W[i, k]
+  torch::Tensor bias;                // [out] float32, or undefined
 };
 
 Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -71,7 +85,14 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
                              .contiguous();  // [out, in] int8
   const auto* values = quantized.data_ptr<int8_t>();
   const auto in = static_cast<int32_t>(packed->in), out = static_cast<int32_t>(packed->out);
-  packed->matrix = std::make_unique<fbgemm::PackBMatrix<int8_t>>(fbgemm::matrix_op_t::Transpose, in, out, values, in);
+  for (int32_t first = 0; first < out; first += kPanelColumns) {
+    Packed::Panel panel;
+    panel.first = first;
+    panel.count = std::min(kPanelColumns, out - first);
+    panel.matrix = std::make_unique<fbgemm::PackBMatrix<int8_t>>(fbgemm::matrix_op_t::Transpose, in, panel.count,
+                                                                 values + static_cast<int64_t>(first) * in, in);
+    packed->panels.push_back(std::move(panel));
+  }
   const auto float_scales = scales.to(torch::kFloat32);
   packed->scales.assign(float_scales.data_ptr<float>(), float_scales.data_ptr<float>() + out);
   packed->zero_points.assign(out, 0);
@@ -97,36 +118,52 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x) const {
   auto output = torch::empty(sizes, input.options());  // [..., out]
   if (m == 0) return output;
   const float* rows = input.data_ptr<float>();
-  // One quantization of the whole input, as quantized::linear_dynamic with reduce_range: [0, 127].
-  const auto [x_min, x_max] = value_range(rows, input.numel());
-  auto q = quant_utils::ChooseQuantizationParams(x_min, x_max, /*qmin=*/0, /*qmax=*/255,
-                                                 /*preserve_sparsity=*/false, /*force_scale_power_of_two=*/false,
-                                                 /*reduce_range=*/true);
-  q.precision = 8;
+  float* result = output.data_ptr<float>();
+  // Each row is quantized by its own range, so that a row's product never depends on the rows
+  // beside it: a sentence's translation is the same alone, in any batch and with any --workers.
+  auto quantized = torch::empty({m, k}, input.options().dtype(torch::kByte));  // [m, k]
+  uint8_t* quantized_rows = quantized.data_ptr<uint8_t>();
+  std::vector<fbgemm::TensorQuantizationParams> params(static_cast<size_t>(m));
+  at::parallel_for(0, m, std::max<int64_t>(1, 16384 / k), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) params[i] = quantize_row(rows + i * k, k, quantized_rows + i * k);
+  });
   const float* bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
-  // FBGEMM accumulates in an int32 matrix beside the float32 output. quantized::linear_dynamic
-  // allocates it at the output's full size ([rows, vocabulary] at the output layer, the largest
-  // transient of an int8 decoding step); here it holds a block of rows, reused down the product.
-  constexpr int64_t kBufferElements = int64_t{1} << 21;  // 8 MiB of int32
-  const int64_t block = std::min(m, std::max<int64_t>(1, kBufferElements / n));
-  auto buffer = torch::empty({block, n}, input.options().dtype(torch::kInt));  // [block, out]
-  const int threads = at::get_num_threads();
-  for (int64_t first = 0; first < m; first += block) {
-    const auto count = static_cast<int32_t>(std::min(block, m - first));
-    at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
-      fbgemm::PackAWithQuantRowOffset<uint8_t> packed_rows(
-          fbgemm::matrix_op_t::NoTranspose, count, static_cast<int32_t>(k), rows + first * k, static_cast<int32_t>(k),
-          /*pmat=*/nullptr, q.scale, q.zero_point);
+  const bool avx2 = fbgemm::fbgemmHasAvx2Support();
+  // Tasks: (block of rows, panel of columns). Each accumulates its int32 products in a buffer of
+  // its thread's and dequantizes them row by row with FBGEMM's own output step, given that row's
+  // quantization: the bits quantized::linear_dynamic gives the row alone.
+  const int64_t blocks = (m + kBlockRows - 1) / kBlockRows, panels = static_cast<int64_t>(w.panels.size());
+  at::parallel_for(0, blocks * panels, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<int32_t> products;  // [block rows, panel columns]
+    products.resize(static_cast<size_t>(kBlockRows * kPanelColumns));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t first = task / panels * kBlockRows;
+      const auto& panel = w.panels[static_cast<size_t>(task % panels)];
+      const auto count = static_cast<int32_t>(std::min(kBlockRows, m - first));
+      fbgemm::PackAMatrix<uint8_t> packed_rows(fbgemm::matrix_op_t::NoTranspose, count, static_cast<int32_t>(k),
+                                               quantized_rows + first * k, static_cast<int32_t>(k));
+      fbgemm::DoNothing<int32_t, int32_t> nothing_more;
+      const fbgemm::memCopy<> keep(nothing_more);
+      fbgemm::fbgemmPacked(packed_rows, *panel.matrix, products.data(), products.data(),
+                           static_cast<uint32_t>(panel.count), keep, /*thread_id=*/0, /*num_threads=*/1);
       fbgemm::DoNothing<float, float> nothing;
-      const fbgemm::ReQuantizeForFloat<false, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
-          nothing, q.scale, w.scales.data(), q.zero_point, w.zero_points.data(), packed_rows.getRowOffsetBuffer(),
-          w.column_sums.data(), bias, static_cast<uint32_t>(n));
-      for (int64_t task = begin; task < end; ++task) {
-        fbgemm::fbgemmPacked(packed_rows, *w.matrix, output.data_ptr<float>() + first * n, buffer.data_ptr<int32_t>(),
-                             static_cast<int32_t>(n), dequantize, static_cast<int>(task), threads);
+      for (int32_t r = 0; r < count; ++r) {
+        const auto& row = params[static_cast<size_t>(first + r)];
+        const fbgemm::ReQuantizeForFloat<false, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
+            nothing, row.scale, w.scales.data() + panel.first, row.zero_point, w.zero_points.data() + panel.first,
+            /*row_offsets=*/nullptr, w.column_sums.data() + panel.first, bias != nullptr ? bias + panel.first : nullptr,
+            static_cast<uint32_t>(panel.count));
+        const fbgemm::block_type_t one_row{0, 1, 0, panel.count};
+        float* out = result + (first + r) * n + panel.first;
+        int32_t* in = products.data() + static_cast<int64_t>(r) * panel.count;
+        if (avx2) {
+          dequantize.f<fbgemm::inst_set_t::avx2>(out, in, one_row, static_cast<int>(n), panel.count);
+        } else {
+          dequantize.f<fbgemm::inst_set_t::anyarch>(out, in, one_row, static_cast<int>(n), panel.count);
+        }
       }
-    });
-  }
+    }
+  });
   return output;
 }
 

@@ -1,6 +1,7 @@
 #include "model/int8_weight.h"
 
 #include <optional>
+#include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -19,25 +20,33 @@ torch::Tensor libtorch_linear_dynamic(const torch::Tensor& weight, const torch::
   auto& dispatcher = c10::Dispatcher::singleton();
   torch::jit::Stack stack{qweight, std::optional<torch::Tensor>(bias)};
   dispatcher.findSchemaOrThrow("quantized::linear_prepack", "").callBoxed(&stack);
-  torch::jit::Stack product{x.contiguous(), stack[0], /*reduce_range=*/true};
-  dispatcher.findSchemaOrThrow("quantized::linear_dynamic", "").callBoxed(&product);
-  return product[0].toTensor();
+  const auto& linear_dynamic = dispatcher.findSchemaOrThrow("quantized::linear_dynamic", "");
+  // One call per row: each row quantized by its own range.
+  const auto rows = x.reshape({-1, x.size(-1)});
+  std::vector<torch::Tensor> products;
+  for (int64_t i = 0; i < rows.size(0); ++i) {
+    torch::jit::Stack product{rows.narrow(0, i, 1).contiguous(), stack[0], /*reduce_range=*/true};
+    linear_dynamic.callBoxed(&product);
+    products.push_back(product[0].toTensor());
+  }
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return torch::cat(products).reshape(sizes);
 }
 
-// The row blocks (an int32 accumulator of at most 2^21 elements: 262 rows of 8000 outputs) must
-// give the bits of LibTorch's whole-output product, for one row, a few, and several blocks with
-// a partial last one; and at 1 and 2 threads (FBGEMM splits each block among them, and the
-// input's range is found in pieces).
-TEST(Int8Weight, GivesTheBitsOfLibTorchsDynamicProductInRowBlocks) {
+// Blocks of 384 rows and panels of 256 outputs must give, row by row, the bits of LibTorch's
+// product of that row alone: for one row, a few, and several blocks and panels with partial last
+// ones; at 1 and 2 threads.
+TEST(Int8Weight, GivesEachRowTheBitsOfLibTorchsDynamicProductOfThatRowAlone) {
   torch::manual_seed(11);
   for (const int64_t out : {8000, 96}) {
     const auto weight = torch::randn({out, 64});
     const auto bias = torch::randn({out});
     const Int8Weight int8(weight, bias);
-    for (const int64_t rows : {1, 7, 600, 2100}) {
+    for (const int64_t rows : {1, 7, 900}) {
       auto x = torch::randn({rows, 64}) * 3.0 + 0.5;
-      // 2100 rows: the input's range is found a piece per thread; the extremes in the last piece.
-      if (rows == 2100) x[rows - 1][63] = 40.0, x[rows - 2][5] = -30.0;
+      if (rows == 900) x[rows - 1][63] = 40.0, x[rows - 2][5] = -30.0;  // rows of their own range
+      x[0].clamp_min_(0.0);                                             // a ReLU's output: no negatives
       const auto expected = libtorch_linear_dynamic(weight, bias, x);
       for (const int threads : {1, 2}) {
         at::set_num_threads(threads);
@@ -47,6 +56,13 @@ TEST(Int8Weight, GivesTheBitsOfLibTorchsDynamicProductInRowBlocks) {
       }
     }
   }
+  // A row's product does not depend on the rows beside it.
+  const Int8Weight int8(torch::randn({300, 64}), torch::randn({300}));
+  const auto x = torch::randn({50, 64});
+  const auto alone = int8.linear(x.narrow(0, 20, 1));
+  auto mates = x.clone();
+  mates[3] *= 100.0;  // a batch mate of a much wider range
+  EXPECT_TRUE(torch::equal(int8.linear(mates).narrow(0, 20, 1), alone));
   // Leading dimensions are kept.
   const Int8Weight small(torch::randn({5, 8}), torch::randn({5}));
   EXPECT_EQ(small.linear(torch::randn({2, 3, 8})).sizes(), (std::vector<int64_t>{2, 3, 5}));
