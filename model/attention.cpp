@@ -111,6 +111,19 @@ torch::Tensor fused_scaled_dot_attention(const torch::Tensor& q, const torch::Te
   return at::scaled_dot_product_attention(q, k, v, attn_mask, dropout);
 }
 
+torch::Tensor MultiHeadAttentionImpl::padding_bias(const torch::Tensor& q, const torch::Tensor& k,
+                                                   const torch::Tensor& mask) const {
+  const bool per_query_kernel = options.score() == AttentionScore::kScaledDot && fused_kernels() && !is_training() &&
+                                step_attention_supported(q) && k.scalar_type() == q.scalar_type();
+  // A key-padding mask is [B, 1, 1, S] of booleans: the same keys for every head and query.
+  const bool key_padding = mask.defined() && mask.scalar_type() == torch::kBool && mask.dim() == 4 &&
+                           mask.size(0) == q.size(0) && mask.size(1) == 1 && mask.size(2) == 1 &&
+                           mask.size(3) == k.size(2);
+  if (!per_query_kernel || !key_padding) return {};
+  return torch::zeros(mask.sizes(), q.options())
+      .masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
+}
+
 torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& mask,
                                                    torch::Tensor* weights) {
@@ -134,6 +147,11 @@ torch::Tensor MultiHeadAttentionImpl::attend_heads(const torch::Tensor& q, const
     // keeps Dh innermost, where matmul's own reshape copied k^T element by element.
     const auto scores = torch::matmul(q.contiguous(), k.contiguous().transpose(-2, -1));  // [B, H, T, S]
     context = torch::matmul(attention_softmax(scores, mask, scale, options.dropout(), true), v.contiguous());
+  } else if (const auto bias = padding_bias(q, k, mask); bias.defined()) {
+    // Inference on the CPU under a key-padding mask (the encoder's): each query's softmax and
+    // weighted sum by itself, over its own sentence's keys only, so that a sentence's bits never
+    // depend on the batch it is padded into (a padded length picks different matmul kernels).
+    return out_proj(step_attention(q, k, v, bias));
   } else {
     context = attend(scorer(q, k), v, mask, options.dropout(), is_training());
   }

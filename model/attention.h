@@ -87,6 +87,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   AttentionScorer scorer{nullptr};
 
  private:
+  /// Inference on the CPU under a key-padding mask ([B, 1, 1, S] booleans), where step_attention()
+  /// computes: the mask as an additive bias (0 keeps a key, -inf masks it) in q's dtype. Else
+  /// undefined: attend_heads() takes its matmul path.
+  torch::Tensor padding_bias(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& mask) const;
   /// [B, T, n*D] -> n tensors of [B, H, T, Dh]
   std::vector<torch::Tensor> split_heads(const torch::Tensor& projected, int64_t n) const;
   /// Attention over the projections queries [B, T, nq*D] and memory [B, S, nk*D] (q, k, v at

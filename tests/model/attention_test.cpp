@@ -67,6 +67,25 @@ TEST(MultiHeadAttention, MaskedSelfAttentionMatchesLibTorch) {
   EXPECT_TENSOR_NEAR(ours->forward(x, ours_mask), run_reference(reference, x, x, pad_keys, blocked), 1e-5);
 }
 
+// Inference under a key-padding mask ([B, 1, 1, S], the encoder's) takes step_attention(), which
+// reads no padded key; float32 and bfloat16 must still give LibTorch's attention.
+TEST(MultiHeadAttention, KeyPaddingSelfAttentionAtInferenceMatchesLibTorch) {
+  torch::manual_seed(3);
+  MultiHeadAttention ours(MultiHeadAttentionOptions(kD, kHeads));
+  ours->eval();
+  auto reference = reference_for(ours);
+  const auto x = torch::randn({3, 9, kD});
+  auto ids = torch::randint(4, 20, {3, 9}, torch::kLong);
+  ids.index_put_({1, torch::indexing::Slice(5)}, 0);  // sentence 1 has 4 pads
+  ids.index_put_({2, torch::indexing::Slice(1)}, 0);  // sentence 2 has 8 pads
+  const auto mask = padding_mask(ids, 0);             // [3, 1, 1, 9]
+  const auto expected = run_reference(reference, x, x, ids.eq(0), {});
+  torch::InferenceMode inference;
+  EXPECT_TENSOR_NEAR(ours->forward(x, mask), expected, 1e-5);
+  ours->to(torch::kBFloat16);
+  EXPECT_TENSOR_NEAR(ours->forward(x.to(torch::kBFloat16), mask).to(torch::kFloat32), expected, 5e-2);
+}
+
 TEST(MultiHeadAttention, CrossAttentionMatchesLibTorch) {
   torch::manual_seed(3);
   MultiHeadAttention ours(MultiHeadAttentionOptions(kD, kHeads).self_attention(false));
