@@ -5,8 +5,10 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/bfloat16_norm.h"
 #include "model/layer_norm_kernel.h"
 #include "runtime/threads.h"
+#include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
@@ -27,11 +29,26 @@ bool direct_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x
          !(torch::GradMode::is_enabled() && (x.requires_grad() || norm->weight.requires_grad()));
 }
 
-/// LibTorch's kernel over x into out (possibly x), on the calling thread alone for few rows.
-void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor& out) {
+/// Whether bfloat16 rows take tfm's own kernel (model/bfloat16_norm.h): one AVX-512 pass per
+/// stage where LibTorch runs its AVX2 kernels and an add of its own before them.
+bool bfloat16_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  return bfloat16_layer_norm_fits(x, norm->weight, norm->bias);
+}
+
+/// norm(x + added) (added undefined: norm(x)) into out (possibly x or added): LibTorch's kernel
+/// after LibTorch's add in float32, tfm's own in one pass in bfloat16; on the calling thread alone
+/// for few rows.
+void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, const torch::Tensor& added,
+                    torch::Tensor& out) {
   std::optional<CallingThreadOnly> one_thread;
   if (few_rows(x)) one_thread.emplace();
-  layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
+  if (bfloat16_kernel_fits(norm, x))
+    return bfloat16_layer_norm(x, added, norm->weight, norm->bias, norm->options.eps(), out);
+  if (added.defined()) {
+    TORCH_CHECK(out.is_same(x) || out.is_same(added), "normalize_into: the sum is written over x or added");
+    out.add_(out.is_same(x) ? added : x);
+  }
+  layer_norm_kernel(out, norm->weight, norm->bias, norm->options.eps(), out);
 }
 
 /// Whether x + sublayer can be written over sublayer: inference, one CPU dtype (float32 or
@@ -49,7 +66,13 @@ bool sum_in_place_fits(const torch::Tensor& x, const torch::Tensor& sublayer) {
 torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
   if (direct_kernel_fits(norm, x)) {
     auto out = torch::empty_like(x);
-    normalize_into(norm, x, out);
+    if (bfloat16_kernel_fits(norm, x)) {
+      normalize_into(norm, x, {}, out);
+    } else {
+      std::optional<CallingThreadOnly> one_thread;
+      if (few_rows(x)) one_thread.emplace();
+      layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
+    }
     return out;
   }
   std::optional<CallingThreadOnly> one_thread;
@@ -59,13 +82,20 @@ torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x
 
 torch::Tensor residual_layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x, torch::Tensor sublayer) {
   if (!sum_in_place_fits(x, sublayer) || !direct_kernel_fits(norm, x)) return layer_norm_rows(norm, x + sublayer);
-  sublayer.add_(x);                          // x + sublayer's bits: float addition commutes
-  normalize_into(norm, sublayer, sublayer);  // each row is read whole before it is written
+  // float32: x + sublayer's bits (float addition commutes), then LibTorch's norm over them in
+  // place (each row is read whole before it is written); bfloat16: both in one pass, the sum in float.
+  normalize_into(norm, sublayer, x, sublayer);
   return sublayer;
 }
 
 torch::Tensor residual_sum_rows(const torch::Tensor& x, torch::Tensor sublayer) {
   if (!sum_in_place_fits(x, sublayer)) return x + sublayer;
+  if (x.scalar_type() == torch::kBFloat16 && x.numel() % kVectorLanes == 0) {
+    std::optional<CallingThreadOnly> one_thread;
+    if (few_rows(x)) one_thread.emplace();
+    bfloat16_add_into(x, sublayer);  // LibTorch's add's bits, without its AVX2 conversions
+    return sublayer;
+  }
   sublayer.add_(x);
   return sublayer;
 }
