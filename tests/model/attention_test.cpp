@@ -50,15 +50,22 @@ TEST(MultiHeadAttention, SelfAttentionMatchesLibTorch) {
   EXPECT_TENSOR_NEAR(ours->forward(x, torch::Tensor()), run_reference(reference, x, x, {}, {}), 1e-5);
 }
 
+/// Three sentences of `length` token ids: the first unpadded, the second padded (id 0) from
+/// `second_end` on, the third from position 1 on.
+torch::Tensor padded_ids(int64_t length, int64_t second_end) {
+  auto ids = torch::randint(4, 20, {3, length}, torch::kLong);
+  ids.index_put_({1, torch::indexing::Slice(second_end)}, 0);
+  ids.index_put_({2, torch::indexing::Slice(1)}, 0);
+  return ids;
+}
+
 TEST(MultiHeadAttention, MaskedSelfAttentionMatchesLibTorch) {
   torch::manual_seed(2);
   MultiHeadAttention ours(MultiHeadAttentionOptions(kD, kHeads));
   ours->eval();
   auto reference = reference_for(ours);
   const auto x = torch::randn({3, 6, kD});
-  auto ids = torch::randint(4, 20, {3, 6}, torch::kLong);
-  ids.index_put_({1, torch::indexing::Slice(4)}, 0);                          // sentence 1 has 2 pads
-  ids.index_put_({2, torch::indexing::Slice(1)}, 0);                          // sentence 2 has 5 pads
+  const auto ids = padded_ids(6, 4);
   const auto ours_mask = padding_mask(ids, 0) & causal_mask(6, torch::kCPU);  // [3, 1, 6, 6]
   const auto pad_keys = ids.eq(0);
   // LibTorch's C++ MultiheadAttention adds attn_mask to the scores, so it takes -inf, not bools.
@@ -75,10 +82,8 @@ TEST(MultiHeadAttention, KeyPaddingSelfAttentionAtInferenceMatchesLibTorch) {
   ours->eval();
   auto reference = reference_for(ours);
   const auto x = torch::randn({3, 9, kD});
-  auto ids = torch::randint(4, 20, {3, 9}, torch::kLong);
-  ids.index_put_({1, torch::indexing::Slice(5)}, 0);  // sentence 1 has 4 pads
-  ids.index_put_({2, torch::indexing::Slice(1)}, 0);  // sentence 2 has 8 pads
-  const auto mask = padding_mask(ids, 0);             // [3, 1, 1, 9]
+  const auto ids = padded_ids(9, 5);
+  const auto mask = padding_mask(ids, 0);  // [3, 1, 1, 9]
   const auto expected = run_reference(reference, x, x, ids.eq(0), {});
   torch::InferenceMode inference;
   EXPECT_TENSOR_NEAR(ours->forward(x, mask), expected, 1e-5);
