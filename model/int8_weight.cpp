@@ -17,13 +17,11 @@
 namespace tfm {
 namespace {
 
-/// Output columns per packed panel of W^T: a panel's int32 products for a block of rows
-/// (kBlockRows x kPanelColumns, 384 KiB) stay in a core's second-level cache until they are
-/// dequantized.
-constexpr int32_t kPanelColumns = 256;
-/// Rows per product call: FBGEMM's own cache block for M on AVX-512 (PackingTraits' MCB), so each
-/// panel of W is streamed from memory as often as one whole product would stream it.
-constexpr int64_t kBlockRows = 384;
+/// Output columns per packed panel of W^T, and rows per product call: a call's int32 products
+/// (kBlockRows x kPanelColumns, 768 KiB) stay in a core's second-level cache until they are
+/// dequantized, and a decoding step of a few rows makes few calls (each costs FBGEMM's setup).
+constexpr int32_t kPanelColumns = 2048;
+constexpr int64_t kBlockRows = 96;
 
 /// Swallows LibTorch's warnings: quantize_per_channel warns that quantized tensors are deprecated.
 class SilentWarnings : public c10::WarningHandler {
@@ -129,41 +127,46 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x) const {
   });
   const float* bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
   const bool avx2 = fbgemm::fbgemmHasAvx2Support();
-  // Tasks: (block of rows, panel of columns). Each accumulates its int32 products in a buffer of
-  // its thread's and dequantizes them row by row with FBGEMM's own output step, given that row's
-  // quantization: the bits quantized::linear_dynamic gives the row alone.
-  const int64_t blocks = (m + kBlockRows - 1) / kBlockRows, panels = static_cast<int64_t>(w.panels.size());
-  at::parallel_for(0, blocks * panels, 1, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<int32_t> products;  // [block rows, panel columns]
-    products.resize(static_cast<size_t>(kBlockRows * kPanelColumns));
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t first = task / panels * kBlockRows;
-      const auto& panel = w.panels[static_cast<size_t>(task % panels)];
-      const auto count = static_cast<int32_t>(std::min(kBlockRows, m - first));
-      fbgemm::PackAMatrix<uint8_t> packed_rows(fbgemm::matrix_op_t::NoTranspose, count, static_cast<int32_t>(k),
-                                               quantized_rows + first * k, static_cast<int32_t>(k));
-      fbgemm::DoNothing<int32_t, int32_t> nothing_more;
-      const fbgemm::memCopy<> keep(nothing_more);
-      fbgemm::fbgemmPacked(packed_rows, *panel.matrix, products.data(), products.data(),
-                           static_cast<uint32_t>(panel.count), keep, /*thread_id=*/0, /*num_threads=*/1);
-      fbgemm::DoNothing<float, float> nothing;
-      for (int32_t r = 0; r < count; ++r) {
-        const auto& row = params[static_cast<size_t>(first + r)];
-        const fbgemm::ReQuantizeForFloat<false, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
-            nothing, row.scale, w.scales.data() + panel.first, row.zero_point, w.zero_points.data() + panel.first,
-            /*row_offsets=*/nullptr, w.column_sums.data() + panel.first, bias != nullptr ? bias + panel.first : nullptr,
-            static_cast<uint32_t>(panel.count));
-        const fbgemm::block_type_t one_row{0, 1, 0, panel.count};
-        float* out = result + (first + r) * n + panel.first;
-        int32_t* in = products.data() + static_cast<int64_t>(r) * panel.count;
-        if (avx2) {
-          dequantize.f<fbgemm::inst_set_t::avx2>(out, in, one_row, static_cast<int>(n), panel.count);
-        } else {
-          dequantize.f<fbgemm::inst_set_t::anyarch>(out, in, one_row, static_cast<int>(n), panel.count);
+  // Per block of rows and panel of columns, FBGEMM's threads share the int32 products (it splits
+  // a few rows' columns among them), and then each row is dequantized with FBGEMM's own output
+  // step and that row's quantization: the bits quantized::linear_dynamic gives the row alone.
+  thread_local std::vector<int32_t> buffer;
+  buffer.resize(static_cast<size_t>(kBlockRows * kPanelColumns));
+  int32_t* products = buffer.data();  // [block rows, panel columns]
+  const int threads = at::get_num_threads();
+  for (int64_t first = 0; first < m; first += kBlockRows) {
+    const auto count = static_cast<int32_t>(std::min(kBlockRows, m - first));
+    for (const auto& panel : w.panels) {
+      at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+        fbgemm::PackAMatrix<uint8_t> packed_rows(fbgemm::matrix_op_t::NoTranspose, count, static_cast<int32_t>(k),
+                                                 quantized_rows + first * k, static_cast<int32_t>(k));
+        fbgemm::DoNothing<int32_t, int32_t> nothing_more;
+        const fbgemm::memCopy<> keep(nothing_more);
+        for (int64_t thread = begin; thread < end; ++thread) {
+          fbgemm::fbgemmPacked(packed_rows, *panel.matrix, products, products, static_cast<uint32_t>(panel.count), keep,
+                               static_cast<int>(thread), threads);
         }
-      }
+      });
+      at::parallel_for(0, count, std::max<int64_t>(1, 8192 / panel.count), [&](int64_t begin, int64_t end) {
+        fbgemm::DoNothing<float, float> nothing;
+        for (int64_t r = begin; r < end; ++r) {
+          const auto& row = params[static_cast<size_t>(first + r)];
+          const fbgemm::ReQuantizeForFloat<false, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
+              nothing, row.scale, w.scales.data() + panel.first, row.zero_point, w.zero_points.data() + panel.first,
+              /*row_offsets=*/nullptr, w.column_sums.data() + panel.first,
+              bias != nullptr ? bias + panel.first : nullptr, static_cast<uint32_t>(panel.count));
+          const fbgemm::block_type_t one_row{0, 1, 0, panel.count};
+          float* out = result + (first + r) * n + panel.first;
+          int32_t* in = products + r * panel.count;
+          if (avx2) {
+            dequantize.f<fbgemm::inst_set_t::avx2>(out, in, one_row, static_cast<int>(n), panel.count);
+          } else {
+            dequantize.f<fbgemm::inst_set_t::anyarch>(out, in, one_row, static_cast<int>(n), panel.count);
+          }
+        }
+      });
     }
-  });
+  }
   return output;
 }
 

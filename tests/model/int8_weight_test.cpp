@@ -34,7 +34,7 @@ torch::Tensor libtorch_linear_dynamic(const torch::Tensor& weight, const torch::
   return torch::cat(products).reshape(sizes);
 }
 
-// Blocks of 384 rows and panels of 256 outputs must give, row by row, the bits of LibTorch's
+// Blocks of 96 rows and panels of 2048 outputs must give, row by row, the bits of LibTorch's
 // product of that row alone: for one row, a few, and several blocks and panels with partial last
 // ones; at 1 and 2 threads.
 TEST(Int8Weight, GivesEachRowTheBitsOfLibTorchsDynamicProductOfThatRowAlone) {
