@@ -29,26 +29,21 @@ bool direct_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x
          !(torch::GradMode::is_enabled() && (x.requires_grad() || norm->weight.requires_grad()));
 }
 
-/// Whether bfloat16 rows take tfm's own kernel (model/bfloat16_norm.h): one AVX-512 pass per
-/// stage where LibTorch runs its AVX2 kernels and an add of its own before them.
-bool bfloat16_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
-  return bfloat16_layer_norm_fits(x, norm->weight, norm->bias);
-}
-
-/// norm(x + added) (added undefined: norm(x)) into out (possibly x or added): LibTorch's kernel
-/// after LibTorch's add in float32, tfm's own in one pass in bfloat16; on the calling thread alone
-/// for few rows.
+/// norm(x + added) (added undefined: norm(x)) into out (x, added, or a tensor of its own): in
+/// bfloat16 tfm's own kernel in one pass (model/bfloat16_norm.h: LibTorch runs an add and two AVX2
+/// kernels), else LibTorch's add and then its kernel; on the calling thread alone for few rows.
 void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, const torch::Tensor& added,
                     torch::Tensor& out) {
   std::optional<CallingThreadOnly> one_thread;
   if (few_rows(x)) one_thread.emplace();
-  if (bfloat16_kernel_fits(norm, x))
+  if (bfloat16_layer_norm_fits(x, norm->weight, norm->bias)) {
     return bfloat16_layer_norm(x, added, norm->weight, norm->bias, norm->options.eps(), out);
+  }
   if (added.defined()) {
     TORCH_CHECK(out.is_same(x) || out.is_same(added), "normalize_into: the sum is written over x or added");
     out.add_(out.is_same(x) ? added : x);
   }
-  layer_norm_kernel(out, norm->weight, norm->bias, norm->options.eps(), out);
+  layer_norm_kernel(added.defined() ? out : x, norm->weight, norm->bias, norm->options.eps(), out);
 }
 
 /// Whether x + sublayer can be written over sublayer: inference, one CPU dtype (float32 or
@@ -66,13 +61,7 @@ bool sum_in_place_fits(const torch::Tensor& x, const torch::Tensor& sublayer) {
 torch::Tensor layer_norm_rows(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
   if (direct_kernel_fits(norm, x)) {
     auto out = torch::empty_like(x);
-    if (bfloat16_kernel_fits(norm, x)) {
-      normalize_into(norm, x, {}, out);
-    } else {
-      std::optional<CallingThreadOnly> one_thread;
-      if (few_rows(x)) one_thread.emplace();
-      layer_norm_kernel(x, norm->weight, norm->bias, norm->options.eps(), out);
-    }
+    normalize_into(norm, x, {}, out);
     return out;
   }
   std::optional<CallingThreadOnly> one_thread;
