@@ -264,11 +264,35 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   }
 }
 
+/// How many blocks ahead a thread asks for the keys and values its items will read: a block computes
+/// for a few microseconds, about what its keys and values take to arrive from memory.
+constexpr int64_t kBlocksAhead = 2;
+
+/// Asks for the keys and values of items [begin, end) into the second-level cache: a later block's,
+/// while this one computes. A decoder's caches and encoder outputs outgrow the CPU's caches, and the
+/// CPU's own prefetchers follow neither a time-major cache (positions a page or more apart) nor the
+/// short runs of a sentence's encoder keys; asked for a position ahead only (kPrefetchPositions),
+/// the reads still waited on memory.
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE void prefetch_items(const StepViews<Q, K>& a, int64_t begin, int64_t end, const int64_t* own_row) {
+  const int64_t bytes = a.head_dim * static_cast<int64_t>(sizeof(K));
+  for (int64_t item = begin; item < end; ++item) {
+    if (item != begin && item % a.queries != 0) continue;  // a (row, head)'s queries read the same keys
+    const auto views = item_views(a, item, own_row);
+    for (int64_t s = views.first; s < views.end; ++s) {
+      prefetch_bytes<2>(views.keys + s * a.k_s + views.slots[s] * a.k_b, bytes);
+      prefetch_bytes<2>(views.values + s * a.v_s + views.slots[s] * a.v_b, bytes);
+    }
+  }
+}
+
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
 template <typename Lanes, typename Products = FloatProducts, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
+    const int64_t ahead = block + kBlocksAhead * kBlockItems;
+    if (ahead < end) prefetch_items(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
     attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }

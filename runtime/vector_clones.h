@@ -75,9 +75,11 @@ constexpr int64_t kVectorLanes = 16;
 
 /// Asks the CPU to bring [data, data + bytes) into its caches: for reads its own prefetchers
 /// cannot foresee (rows picked by index, positions a cache layer apart).
+/// Locality: 3 into every level, 2 into the second level and beyond (for reads further ahead).
+template <int Locality = 3>
 TFM_ALWAYS_INLINE void prefetch_bytes(const void* data, int64_t bytes) {
   const char* p = static_cast<const char*>(data);
-  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset);
+  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 0, Locality);
 }
 
 }  // namespace tfm
