@@ -38,6 +38,7 @@ struct StepViews {
   const int64_t* row_end;    // [B] or nullptr: row b attends no key from row_end[b] on
   const CacheSlots* slots;   // nullptr: row b reads keys and values row b
   float sqrt_head_dim;
+  bool prefetch_blocks;  // whether to ask for keys and values blocks ahead (prefetch_items)
 };
 
 /// (row, head, query) items computed together. Their scores are computed position by position:
@@ -223,6 +224,77 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews
   }
 }
 
+/// Items of a block whose value passes are taken together when they read the same keys and values
+/// (a (row, head)'s queries: cross-attention's beams over their sentence's encoder output).
+constexpr int64_t kSharedItems = 4;
+
+/// sum + j * Dh for the kSharedItems items j that read the same values, c * 16 .. c * 16 + 16 *
+/// Chunks: weighted_value_chunks for all of them at once, each value vector loaded and widened once
+/// for the items instead of once each. Each lane's products are added in the same order.
+template <typename Lanes, int64_t Chunks, typename K>
+TFM_ALWAYS_INLINE void shared_value_chunks(const K* values, int64_t value_stride, const int64_t* slots,
+                                           int64_t slot_stride, const float* weights, int64_t first, int64_t length,
+                                           int64_t head_dim, float* sum) {
+  Lanes lanes[kSharedItems][Chunks] = {};
+  const bool far = worth_prefetching<K>(value_stride, length);
+  for (int64_t s = first; s < length; ++s) {
+    const K* value = values + s * value_stride + slots[s] * slot_stride;
+    if (far && s + kPrefetchPositions < length) {
+      const int64_t ahead = s + kPrefetchPositions;
+      prefetch_bytes(values + ahead * value_stride + slots[ahead] * slot_stride, Chunks * kVectorLanes * sizeof(K));
+    }
+    Lanes widened[Chunks];
+    for (int64_t c = 0; c < Chunks; ++c) widened[c] = load_lanes<Lanes>(value + c * kVectorLanes);
+    for (int64_t j = 0; j < kSharedItems; ++j) {
+      const Lanes weight = splat<Lanes>(weights[s * kBlockItems + j]);
+      for (int64_t c = 0; c < Chunks; ++c) lanes[j][c] += weight * widened[c];
+    }
+  }
+  for (int64_t j = 0; j < kSharedItems; ++j) {
+    for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + j * head_dim + c * kVectorLanes, lanes[j][c]);
+  }
+}
+
+/// weighted_values for items[0 .. kSharedItems), which read the same keys and values from the same
+/// first to the same end: sums[j * Dh ..] for item j, its weights in column j of `weights`.
+template <typename Lanes, typename Q, typename K>
+TFM_ALWAYS_INLINE void shared_weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item,
+                                              const float* weights, int64_t first, float* sums) {
+  // Four chunks of sums per item fill 16 of AVX-512's 32 registers; narrower lanes take one.
+  constexpr int64_t kChunks = std::is_same_v<Lanes, WideLanes> ? 4 : 1;
+  const int64_t head_dim = a.head_dim, length = item.end;
+  int64_t d = 0;
+  for (; d + kChunks * kVectorLanes <= head_dim; d += kChunks * kVectorLanes) {
+    shared_value_chunks<Lanes, kChunks>(item.values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
+                                        sums + d);
+  }
+  for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
+    shared_value_chunks<Lanes, 1>(item.values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
+                                  sums + d);
+  }
+  for (; d < head_dim; ++d) {
+    for (int64_t j = 0; j < kSharedItems; ++j) {
+      float total = 0.0F;
+      for (int64_t s = first; s < length; ++s) {
+        total += weights[s * kBlockItems + j] * static_cast<float>(item.values[s * a.v_s + item.slots[s] * a.v_b + d]);
+      }
+      sums[j * head_dim + d] = total;
+    }
+  }
+}
+
+/// Whether items[0 .. kSharedItems) read the same keys and values over the same positions.
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE bool read_alike(const ItemViews<Q, K>* items) {
+  for (int64_t j = 1; j < kSharedItems; ++j) {
+    if (items[j].keys != items[0].keys || items[j].values != items[0].values || items[j].slots != items[0].slots ||
+        items[j].first != items[0].first || items[j].end != items[0].end) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
 template <typename Lanes, typename Products, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
@@ -253,8 +325,15 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   for (int64_t g = 0; g < groups; ++g) attends[g] = group_softmax<Lanes>(scores + g * kGroupItems, block_first, length);
 
   float* sums = scratch.sums.data();
-  for (int64_t i = 0; i < count; ++i) {
-    weighted_values<Lanes>(a, items[i], scores + i, std::max(block_first, items[i].first), sums + i * head_dim);
+  for (int64_t i = 0; i < count;) {
+    const int64_t first = std::max(block_first, items[i].first);
+    if (i + kSharedItems <= count && read_alike(items + i)) {
+      shared_weighted_values<Lanes>(a, items[i], scores + i, first, sums + i * head_dim);
+      i += kSharedItems;
+    } else {
+      weighted_values<Lanes>(a, items[i], scores + i, first, sums + i * head_dim);
+      ++i;
+    }
   }
   for (int64_t i = 0; i < count; ++i) {
     const bool attended = attends[i / kGroupItems][i % kGroupItems] != 0;
@@ -292,7 +371,8 @@ TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
     const int64_t ahead = block + kBlocksAhead * kBlockItems;
-    if (ahead < end) prefetch_items(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
+    if (a.prefetch_blocks && ahead < end)
+      prefetch_items(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
     attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch);
   }
 }
@@ -382,6 +462,14 @@ std::vector<int64_t> unmasked_ends(const torch::Tensor& bias) {
   return ends;
 }
 
+/// Whether the keys and values a call may read outgrow a core's second-level cache, where a small
+/// batch's stay from one layer's step to the next and asking for them ahead only costs instructions.
+bool outgrows_second_level_cache(const torch::Tensor& keys) {
+  int64_t elements = 1;
+  for (int64_t d = 0; d < keys.dim(); ++d) elements *= keys.size(d);
+  return 2 * elements * keys.element_size() >= (int64_t{2} << 20);
+}
+
 template <typename Q, typename K>
 StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                          const torch::Tensor& bias, int64_t first, const std::vector<int64_t>* row_first,
@@ -412,7 +500,8 @@ StepViews<Q, K> views_of(const torch::Tensor& q, const torch::Tensor& keys, cons
           row_first != nullptr ? row_first->data() : nullptr,
           row_end.empty() ? nullptr : row_end.data(),
           slots,
-          std::sqrt(static_cast<float>(q.size(3)))};
+          std::sqrt(static_cast<float>(q.size(3))),
+          outgrows_second_level_cache(keys)};
 }
 
 }  // namespace
