@@ -105,16 +105,30 @@ TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t i
   return {q, a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first, end};
 }
 
-/// A group's raw scores (one item per lane) at position s -> q k / sqrt(Dh) + bias, -inf where an
-/// item does not attend s.
-template <typename Lanes, typename Q, typename K>
-TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, Lanes scores,
-                                        int64_t s) {
-  if (a.bias != nullptr) {
-    float bias[kGroupItems];
-    for (int64_t i = 0; i < kGroupItems; ++i) bias[i] = static_cast<float>(items[i].bias[s * a.bias_s]);
-    scores += load_lanes<Lanes>(bias);
+/// The bias row a group's items share (in a cross-attention block, one sentence's), or nullptr
+/// where they have several (or no bias).
+template <typename Q, typename K>
+TFM_ALWAYS_INLINE const Q* shared_bias(const ItemViews<Q, K>* items) {
+  for (int64_t i = 1; i < kGroupItems; ++i) {
+    if (items[i].bias != items[0].bias) return nullptr;
   }
+  return items[0].bias;
+}
+
+/// A group's raw scores (one item per lane) at position s -> q k / sqrt(Dh) + bias, -inf where an
+/// item does not attend s. `bias`: the items' shared bias row (shared_bias). `masking`: whether
+/// some item may not attend s (outside it every item attends, and the mask is not built).
+template <typename Lanes, typename Q, typename K>
+TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, const Q* bias,
+                                        Lanes scores, int64_t s, bool masking) {
+  if (bias != nullptr) {
+    scores = scores + static_cast<float>(bias[s * a.bias_s]);
+  } else if (a.bias != nullptr) {
+    float biases[kGroupItems];
+    for (int64_t i = 0; i < kGroupItems; ++i) biases[i] = static_cast<float>(items[i].bias[s * a.bias_s]);
+    scores += load_lanes<Lanes>(biases);
+  }
+  if (!masking) return scores;
   float masked[kGroupItems];
   for (int64_t i = 0; i < kGroupItems; ++i)
     masked[i] = s < items[i].first || s >= items[i].end ? -std::numeric_limits<float>::infinity() : 0.0F;
@@ -157,7 +171,7 @@ struct FloatProducts {
       for (int64_t d = whole; d < head_dim; ++d) lane0 += query[d] * static_cast<float>(key[d]);
       products[i] = with_lane0(sum, lane0);
     }
-    return finished_scores(a, items, sums_of_lanes(products), s);
+    return sums_of_lanes(products);
   }
 };
 
@@ -307,18 +321,28 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
     block_first = std::min(block_first, items[i].first);
     length = std::max(length, items[i].end);
   }
+  // Positions every item attends: [common_first, common_end).
+  int64_t common_first = 0, common_end = a.keys;
+  for (int64_t i = 0; i < count; ++i) {
+    common_first = std::max(common_first, items[i].first);
+    common_end = std::min(common_end, items[i].end);
+  }
   for (int64_t i = count; i < groups * kGroupItems; ++i) {  // a short group's spare lanes attend nothing
     items[i] = items[0];
     items[i].first = items[i].end = a.keys;
   }
   for (int64_t i = 0; i < groups * kGroupItems; ++i) Products::prepare(a, items[i], &scratch.queries[i * head_dim]);
 
+  const Q* biases[kBlockItems / kGroupItems];
+  for (int64_t g = 0; g < groups; ++g) biases[g] = shared_bias(items + g * kGroupItems);
   float* scores = scratch.scores.data();
   for (int64_t s = block_first; s < length; ++s) {
+    // Spare lanes may take any score: nothing reads their softmax. (Their keys are item 0's.)
+    const bool masking = s < common_first || s >= common_end;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t item = g * kGroupItems;
-      store_lanes(scores + s * kBlockItems + item,
-                  Products::template scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s));
+      const Lanes raw = Products::template scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s);
+      store_lanes(scores + s * kBlockItems + item, finished_scores(a, items + item, biases[g], raw, s, masking));
     }
   }
   decltype(group_softmax<Lanes>(nullptr, 0, 0)) attends[kBlockItems / kGroupItems];
@@ -409,7 +433,7 @@ struct BFloat16DotProducts {
       }
       products[i].v = reinterpret_cast<FloatWhole>(sum);
     }
-    return finished_scores(a, items, sums_of_lanes(products) * (1.0F / a.sqrt_head_dim), s);
+    return sums_of_lanes(products) * (1.0F / a.sqrt_head_dim);
   }
   template <typename Lanes>
   TFM_ALWAYS_INLINE static WideLanes scores(const StepViews<BFloat16, BFloat16>& a,
