@@ -38,7 +38,7 @@ struct StepViews {
   const int64_t* row_end;    // [B] or nullptr: row b attends no key from row_end[b] on
   const CacheSlots* slots;   // nullptr: row b reads keys and values row b
   float sqrt_head_dim;
-  bool prefetch_blocks;  // whether to ask for keys and values blocks ahead (prefetch_items)
+  bool prefetch_blocks;  // whether to ask for keys and values blocks ahead (SpreadPrefetch)
 };
 
 /// (row, head, query) items computed together. Their scores are computed position by position:
@@ -238,6 +238,57 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews
   }
 }
 
+/// How many blocks ahead a thread asks for the keys and values its items will read: a block computes
+/// for a few microseconds, about what its keys and values take to arrive from memory.
+constexpr int64_t kBlocksAhead = 2;
+
+/// Asks for the keys and values of a later block's items [begin, end) into the second-level cache,
+/// spread over this block's positions: each of its score pass's positions asks for as many (row,
+/// head, position)s as the later block has (row, head)s, about what the position itself reads.
+/// A decoder's caches and encoder outputs outgrow the CPU's caches, and the CPU's own prefetchers
+/// follow neither a time-major cache (positions a page or more apart) nor the short runs of a
+/// sentence's encoder keys. A (row, head)'s queries read the same keys: they are asked for once.
+template <typename Q, typename K>
+class SpreadPrefetch {
+ public:
+  SpreadPrefetch(const StepViews<Q, K>& a, int64_t begin, int64_t end, const int64_t* own_row)
+      : a_(a), item_(begin), end_(end), own_row_(own_row), per_position_((end - begin + a.queries - 1) / a.queries) {
+    if (item_ < end_) start_item();
+  }
+  /// One position's share.
+  TFM_ALWAYS_INLINE void some() { ask(per_position_); }
+  /// All that is left.
+  TFM_ALWAYS_INLINE void rest() { ask(std::numeric_limits<int64_t>::max()); }
+
+ private:
+  TFM_ALWAYS_INLINE void start_item() {
+    views_ = item_views(a_, item_, own_row_);
+    position_ = views_.first;
+  }
+  TFM_ALWAYS_INLINE void ask(int64_t count) {
+    const int64_t bytes = a_.head_dim * static_cast<int64_t>(sizeof(K));
+    while (count > 0 && item_ < end_) {
+      if (position_ < views_.end) {
+        const int64_t slot = views_.slots[position_];
+        prefetch_bytes<2>(views_.keys + position_ * a_.k_s + slot * a_.k_b, bytes);
+        prefetch_bytes<2>(views_.values + position_ * a_.v_s + slot * a_.v_b, bytes);
+        ++position_;
+        --count;
+        continue;
+      }
+      item_ = (item_ / a_.queries + 1) * a_.queries;  // the next (row, head)
+      if (item_ < end_) start_item();
+    }
+  }
+
+  const StepViews<Q, K>& a_;
+  int64_t item_, end_;
+  const int64_t* own_row_;
+  int64_t per_position_;
+  ItemViews<Q, K> views_{};
+  int64_t position_ = 0;
+};
+
 /// Items of a block whose value passes are taken together when they read the same keys and values
 /// (a (row, head)'s queries: cross-attention's beams over their sentence's encoder output).
 constexpr int64_t kSharedItems = 4;
@@ -310,8 +361,10 @@ TFM_ALWAYS_INLINE bool read_alike(const ItemViews<Q, K>* items) {
 }
 
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
+/// ahead: null, or a later block's keys and values to ask for meanwhile.
 template <typename Lanes, typename Products, typename Q, typename K>
-TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch) {
+TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch,
+                                    SpreadPrefetch<Q, K>* ahead) {
   const int64_t count = end - begin, head_dim = a.head_dim;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
   ItemViews<Q, K> items[kBlockItems];
@@ -344,7 +397,9 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
       const Lanes raw = Products::template scores<Lanes>(a, items + item, &scratch.queries[item * head_dim], s);
       store_lanes(scores + s * kBlockItems + item, finished_scores(a, items + item, biases[g], raw, s, masking));
     }
+    if (ahead != nullptr) ahead->some();
   }
+  if (ahead != nullptr) ahead->rest();
   decltype(group_softmax<Lanes>(nullptr, 0, 0)) attends[kBlockItems / kGroupItems];
   for (int64_t g = 0; g < groups; ++g) attends[g] = group_softmax<Lanes>(scores + g * kGroupItems, block_first, length);
 
@@ -367,37 +422,19 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   }
 }
 
-/// How many blocks ahead a thread asks for the keys and values its items will read: a block computes
-/// for a few microseconds, about what its keys and values take to arrive from memory.
-constexpr int64_t kBlocksAhead = 2;
-
-/// Asks for the keys and values of items [begin, end) into the second-level cache: a later block's,
-/// while this one computes. A decoder's caches and encoder outputs outgrow the CPU's caches, and the
-/// CPU's own prefetchers follow neither a time-major cache (positions a page or more apart) nor the
-/// short runs of a sentence's encoder keys; asked for a position ahead only (kPrefetchPositions),
-/// the reads still waited on memory.
-template <typename Q, typename K>
-TFM_ALWAYS_INLINE void prefetch_items(const StepViews<Q, K>& a, int64_t begin, int64_t end, const int64_t* own_row) {
-  const int64_t bytes = a.head_dim * static_cast<int64_t>(sizeof(K));
-  for (int64_t item = begin; item < end; ++item) {
-    if (item != begin && item % a.queries != 0) continue;  // a (row, head)'s queries read the same keys
-    const auto views = item_views(a, item, own_row);
-    for (int64_t s = views.first; s < views.end; ++s) {
-      prefetch_bytes<2>(views.keys + s * a.k_s + views.slots[s] * a.k_b, bytes);
-      prefetch_bytes<2>(views.values + s * a.v_s + views.slots[s] * a.v_b, bytes);
-    }
-  }
-}
-
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
 template <typename Lanes, typename Products = FloatProducts, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
     const int64_t ahead = block + kBlocksAhead * kBlockItems;
-    if (a.prefetch_blocks && ahead < end)
-      prefetch_items(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
-    attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch);
+    if (a.prefetch_blocks && ahead < end) {
+      SpreadPrefetch<Q, K> prefetch(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
+      attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch, &prefetch);
+    } else {
+      attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch,
+                                    static_cast<SpreadPrefetch<Q, K>*>(nullptr));
+    }
   }
 }
 
