@@ -182,6 +182,61 @@ TEST(StepAttention, ReadsEachPositionFromTheRowItsAncestorTableNames) {
   EXPECT_THROW(step_attention(q.narrow(0, 0, 4), keys, values, {}, 0, nullptr, &slots), c10::Error);
 }
 
+TEST(StepAttention, CallsLargeEnoughToAskForBlocksAheadMatchTheFormula) {
+  // Past 2 MiB of keys and values a thread asks for later blocks' keys and values while it
+  // computes, and a sentence's beams share one pass over its values: a decoder step's shapes,
+  // with the ancestor table, late rows and padding tails (NaN where nothing may be read).
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  const int64_t heads = 8, head_dim = 64;
+  {  // self-attention: [W, H, S, Dh] views of a time-major cache, reordered by a table
+    const int64_t width = 96, rows = 80, length = 24;
+    const auto q = torch::randn({rows, heads, 1, head_dim});
+    const auto keys = torch::randn({length, width, heads, head_dim}).permute({1, 2, 0, 3});
+    const auto values = torch::randn({length, width, heads, head_dim}).permute({1, 2, 0, 3});
+    CacheSlots slots;
+    std::vector<int64_t> index(width);
+    for (int64_t filled = 1; filled < length; ++filled) {
+      for (int64_t i = 0; i < width; ++i) index[i] = (i / 4) * 4 + (i + filled) % 4;  // within each beam of 4
+      slots.reorder(index.data(), width, filled);
+      slots.write(width, filled);
+    }
+    std::vector<int64_t> kept(rows);
+    for (int64_t i = 0; i < rows; ++i) kept[i] = i + 16 * (i / 64);  // rows 64..79 <- 80..95
+    slots.reorder(kept.data(), rows, length);
+    std::vector<int64_t> row_first(rows, 0);
+    for (int64_t b = 0; b < rows; b += 7) row_first[b] = b % length;
+    auto gathered_keys = torch::empty({rows, heads, length, head_dim});
+    auto gathered_values = torch::empty_like(gathered_keys);
+    auto bias = torch::zeros({rows, 1, 1, length});
+    for (int64_t b = 0; b < rows; ++b) {
+      for (int64_t s = 0; s < length; ++s) {
+        gathered_keys.select(0, b).select(1, s).copy_(keys.select(0, slots.slot(b, s)).select(1, s));
+        gathered_values.select(0, b).select(1, s).copy_(values.select(0, slots.slot(b, s)).select(1, s));
+      }
+      bias.index_put_({b, 0, 0, torch::indexing::Slice(0, row_first[b])}, -kInf);
+    }
+    ASSERT_GE(2 * keys.numel() * keys.element_size(), int64_t{2} << 20);
+    EXPECT_TENSOR_NEAR(step_attention(q, keys, values, {}, 0, &row_first, &slots),
+                       reference(q, gathered_keys, gathered_values, bias, 0).to(torch::kFloat32), 1e-5);
+  }
+  {  // cross-attention: each sentence's K beams as K queries over its encoder output, bfloat16
+    const int64_t sources = 64, beam = 4, length = 40;
+    const auto q = torch::randn({sources, beam, heads, head_dim}).transpose(1, 2).to(torch::kBFloat16);
+    auto keys = torch::randn({sources, heads, length, head_dim}).to(torch::kBFloat16);
+    auto values = torch::randn({sources, heads, length, head_dim}).to(torch::kBFloat16);
+    auto bias = torch::zeros({sources, 1, 1, length}, torch::kBFloat16);
+    for (int64_t m = 0; m < sources; m += 3) bias.index_put_({m, 0, 0, torch::indexing::Slice(10 + m % 30)}, -kInf);
+    const auto expected = reference(q, keys, values, bias, 0).to(torch::kFloat32);
+    for (int64_t m = 0; m < sources; m += 3) {  // padding tails are never read
+      keys[m].narrow(1, 10 + m % 30, length - 10 - m % 30).fill_(std::nan(""));
+      values[m].narrow(1, 10 + m % 30, length - 10 - m % 30).fill_(std::nan(""));
+    }
+    ASSERT_GE(2 * keys.numel() * keys.element_size(), int64_t{2} << 20);
+    EXPECT_TENSOR_NEAR(step_attention(q, keys, values, bias).to(torch::kFloat32), expected, 3e-2);
+  }
+}
+
 TEST(StepAttention, OnlyForCpuFloatOutsideAutograd) {
   EXPECT_TRUE(step_attention_supported(torch::zeros({1, 1, 1, 4})));
   EXPECT_FALSE(step_attention_supported(torch::zeros({1, 1, 1, 4}, torch::kFloat64)));
