@@ -239,8 +239,9 @@ TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews
 }
 
 /// How many blocks ahead a thread asks for the keys and values its items will read: a block computes
-/// for a few microseconds, about what its keys and values take to arrive from memory.
-constexpr int64_t kBlocksAhead = 2;
+/// for microseconds, long enough for the next one's to arrive from memory when the asking is spread
+/// over its positions (BENCHMARKS.md: one block ahead read slightly faster than two to four).
+constexpr int64_t kBlocksAhead = 1;
 
 /// Asks for the keys and values of a later block's items [begin, end) into the second-level cache,
 /// spread over this block's positions: each of its score pass's positions asks for as many (row,
