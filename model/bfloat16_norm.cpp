@@ -35,29 +35,54 @@ TFM_ALWAYS_INLINE Lanes row_values(const BFloat16* x, const BFloat16* added, int
   return added != nullptr ? values + load_lanes<Lanes>(added + d) : values;
 }
 
-template <typename Lanes>
-TFM_ALWAYS_INLINE void normalize_rows(const NormViews& a, int64_t begin, int64_t end) {
+/// Rows r .. r + Rows - 1, their passes interleaved: each row's sums are one chain of additions
+/// (its lanes in order, as the result's bits require), so a row alone waits on every addition;
+/// several rows' chains run side by side. Each row computes exactly what it would alone.
+template <typename Lanes, int64_t Rows>
+TFM_ALWAYS_INLINE void normalize_row_group(const NormViews& a, int64_t r) {
   const int64_t width = a.width;
-  for (int64_t r = begin; r < end; ++r) {
-    const BFloat16* x = a.x + r * width;
-    const BFloat16* added = a.added != nullptr ? a.added + r * width : nullptr;
-    Lanes total{};
-    for (int64_t d = 0; d < width; d += kVectorLanes) total += row_values<Lanes>(x, added, d);
-    const float mean = sum_of_lanes(total) / static_cast<float>(width);
-    Lanes squares{};
-    for (int64_t d = 0; d < width; d += kVectorLanes) {
-      const Lanes centered = row_values<Lanes>(x, added, d) - mean;
-      squares += centered * centered;
-    }
-    const float variance = sum_of_lanes(squares) / static_cast<float>(width);
-    const float inverse_deviation = 1.0F / std::sqrt(variance + a.eps);
-    // Every value is read before the row is written: out may be x or added.
-    BFloat16* out = a.out + r * width;
-    for (int64_t d = 0; d < width; d += kVectorLanes) {
-      const Lanes normalized = (row_values<Lanes>(x, added, d) - mean) * inverse_deviation;
-      store_lanes(out + d, normalized * load_lanes<Lanes>(a.weight + d) + load_lanes<Lanes>(a.bias + d));
+  const BFloat16* x[Rows];
+  const BFloat16* added[Rows];
+  for (int64_t j = 0; j < Rows; ++j) {
+    x[j] = a.x + (r + j) * width;
+    added[j] = a.added != nullptr ? a.added + (r + j) * width : nullptr;
+  }
+  Lanes total[Rows] = {};
+  for (int64_t d = 0; d < width; d += kVectorLanes) {
+    for (int64_t j = 0; j < Rows; ++j) total[j] += row_values<Lanes>(x[j], added[j], d);
+  }
+  float mean[Rows];
+  for (int64_t j = 0; j < Rows; ++j) mean[j] = sum_of_lanes(total[j]) / static_cast<float>(width);
+  Lanes squares[Rows] = {};
+  for (int64_t d = 0; d < width; d += kVectorLanes) {
+    for (int64_t j = 0; j < Rows; ++j) {
+      const Lanes centered = row_values<Lanes>(x[j], added[j], d) - mean[j];
+      squares[j] += centered * centered;
     }
   }
+  float inverse_deviation[Rows];
+  for (int64_t j = 0; j < Rows; ++j) {
+    const float variance = sum_of_lanes(squares[j]) / static_cast<float>(width);
+    inverse_deviation[j] = 1.0F / std::sqrt(variance + a.eps);
+  }
+  // Every value of a row is read before it is written: out may be x or added.
+  for (int64_t d = 0; d < width; d += kVectorLanes) {
+    const Lanes weight = load_lanes<Lanes>(a.weight + d), bias = load_lanes<Lanes>(a.bias + d);
+    for (int64_t j = 0; j < Rows; ++j) {
+      const Lanes normalized = (row_values<Lanes>(x[j], added[j], d) - mean[j]) * inverse_deviation[j];
+      store_lanes(a.out + (r + j) * width + d, normalized * weight + bias);
+    }
+  }
+}
+
+/// Rows that normalize side by side (normalize_row_group).
+constexpr int64_t kRowsTogether = 4;
+
+template <typename Lanes>
+TFM_ALWAYS_INLINE void normalize_rows(const NormViews& a, int64_t begin, int64_t end) {
+  int64_t r = begin;
+  for (; r + kRowsTogether <= end; r += kRowsTogether) normalize_row_group<Lanes, kRowsTogether>(a, r);
+  for (; r < end; ++r) normalize_row_group<Lanes, 1>(a, r);
 }
 
 TFM_LANE_KERNEL((void normalize_range(const NormViews& a, int64_t begin, int64_t end)),
