@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -196,45 +197,64 @@ TFM_ALWAYS_INLINE auto group_softmax(float* scores, int64_t first, int64_t lengt
   return attends;
 }
 
-/// sum[c * 16 .. c * 16 + 16 * Chunks) = the sum over positions [first, length) of weight[s] x
-/// value[s] there, each lane's products added in position order: Chunks vectors of the sum are
-/// held in registers while the positions stream by, instead of loaded and stored at each.
-template <typename Lanes, int64_t Chunks, typename K>
+/// Items that read the same values (a (row, head)'s queries: cross-attention's beams over their
+/// sentence's encoder output) take one value pass together, this many at a time.
+constexpr int64_t kSharedItems = 4;
+
+/// sum[j * Dh + c * 16 .. j * Dh + c * 16 + 16 * Chunks) for each of Items items j that read these
+/// values = the sum over positions [first, length) of item j's weight[s * kBlockItems + j] x
+/// value[s] there, each lane's products added in position order: the sums are held in registers
+/// while the positions stream by, and each value vector is loaded and widened once for all Items.
+template <typename Lanes, int64_t Items, int64_t Chunks, typename K>
 TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const int64_t* slots,
                                              int64_t slot_stride, const float* weights, int64_t first, int64_t length,
-                                             float* sum) {
-  Lanes lanes[Chunks] = {};
+                                             int64_t head_dim, float* sum) {
+  Lanes lanes[Items][Chunks] = {};
   const bool far = worth_prefetching<K>(value_stride, length);
   for (int64_t s = first; s < length; ++s) {
-    const Lanes weight = splat<Lanes>(weights[s * kBlockItems]);
     const K* value = values + s * value_stride + slots[s] * slot_stride;
     if (far && s + kPrefetchPositions < length) {
       const int64_t ahead = s + kPrefetchPositions;
       prefetch_bytes(values + ahead * value_stride + slots[ahead] * slot_stride, Chunks * kVectorLanes * sizeof(K));
     }
-    for (int64_t c = 0; c < Chunks; ++c) lanes[c] += weight * load_lanes<Lanes>(value + c * kVectorLanes);
+    Lanes widened[Chunks];
+    for (int64_t c = 0; c < Chunks; ++c) widened[c] = load_lanes<Lanes>(value + c * kVectorLanes);
+    for (int64_t j = 0; j < Items; ++j) {
+      const Lanes weight = splat<Lanes>(weights[s * kBlockItems + j]);
+      for (int64_t c = 0; c < Chunks; ++c) lanes[j][c] += weight * widened[c];
+    }
   }
-  for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + c * kVectorLanes, lanes[c]);
+  for (int64_t j = 0; j < Items; ++j) {
+    for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + j * head_dim + c * kVectorLanes, lanes[j][c]);
+  }
 }
 
-/// One item's sum [Dh] over positions [first, length) of weight[s * kBlockItems] x its value at s.
-template <typename Lanes, typename Q, typename K>
+/// The sums [Dh] of Items items that read `item`'s values from `first` to item.end: sums[j * Dh ..]
+/// = the sum over those positions of weights[s * kBlockItems + j] x the value at s.
+template <typename Lanes, int64_t Items, typename Q, typename K>
 TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item, const float* weights,
-                                       int64_t first, float* sum) {
+                                       int64_t first, float* sums) {
+  // Four chunks of sums per item; several items' fill 16 of AVX-512's 32 registers, narrower lanes take one.
+  constexpr int64_t kChunks = Items == 1 || std::is_same_v<Lanes, WideLanes> ? 4 : 1;
   const int64_t head_dim = a.head_dim, length = item.end;
   const K* values = item.values;
   int64_t d = 0;
-  for (; d + 4 * kVectorLanes <= head_dim; d += 4 * kVectorLanes) {
-    weighted_value_chunks<Lanes, 4>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, sum + d);
+  for (; d + kChunks * kVectorLanes <= head_dim; d += kChunks * kVectorLanes) {
+    weighted_value_chunks<Lanes, Items, kChunks>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
+                                                 sums + d);
   }
   for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
-    weighted_value_chunks<Lanes, 1>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, sum + d);
+    weighted_value_chunks<Lanes, Items, 1>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
+                                           sums + d);
   }
   for (; d < head_dim; ++d) {
-    float total = 0.0F;
-    for (int64_t s = first; s < length; ++s)
-      total += weights[s * kBlockItems] * static_cast<float>(values[s * a.v_s + item.slots[s] * a.v_b + d]);
-    sum[d] = total;
+    for (int64_t j = 0; j < Items; ++j) {
+      float total = 0.0F;
+      for (int64_t s = first; s < length; ++s) {
+        total += weights[s * kBlockItems + j] * static_cast<float>(values[s * a.v_s + item.slots[s] * a.v_b + d]);
+      }
+      sums[j * head_dim + d] = total;
+    }
   }
 }
 
@@ -290,65 +310,6 @@ class SpreadPrefetch {
   int64_t position_ = 0;
 };
 
-/// Items of a block whose value passes are taken together when they read the same keys and values
-/// (a (row, head)'s queries: cross-attention's beams over their sentence's encoder output).
-constexpr int64_t kSharedItems = 4;
-
-/// sum + j * Dh for the kSharedItems items j that read the same values, c * 16 .. c * 16 + 16 *
-/// Chunks: weighted_value_chunks for all of them at once, each value vector loaded and widened once
-/// for the items instead of once each. Each lane's products are added in the same order.
-template <typename Lanes, int64_t Chunks, typename K>
-TFM_ALWAYS_INLINE void shared_value_chunks(const K* values, int64_t value_stride, const int64_t* slots,
-                                           int64_t slot_stride, const float* weights, int64_t first, int64_t length,
-                                           int64_t head_dim, float* sum) {
-  Lanes lanes[kSharedItems][Chunks] = {};
-  const bool far = worth_prefetching<K>(value_stride, length);
-  for (int64_t s = first; s < length; ++s) {
-    const K* value = values + s * value_stride + slots[s] * slot_stride;
-    if (far && s + kPrefetchPositions < length) {
-      const int64_t ahead = s + kPrefetchPositions;
-      prefetch_bytes(values + ahead * value_stride + slots[ahead] * slot_stride, Chunks * kVectorLanes * sizeof(K));
-    }
-    Lanes widened[Chunks];
-    for (int64_t c = 0; c < Chunks; ++c) widened[c] = load_lanes<Lanes>(value + c * kVectorLanes);
-    for (int64_t j = 0; j < kSharedItems; ++j) {
-      const Lanes weight = splat<Lanes>(weights[s * kBlockItems + j]);
-      for (int64_t c = 0; c < Chunks; ++c) lanes[j][c] += weight * widened[c];
-    }
-  }
-  for (int64_t j = 0; j < kSharedItems; ++j) {
-    for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + j * head_dim + c * kVectorLanes, lanes[j][c]);
-  }
-}
-
-/// weighted_values for items[0 .. kSharedItems), which read the same keys and values from the same
-/// first to the same end: sums[j * Dh ..] for item j, its weights in column j of `weights`.
-template <typename Lanes, typename Q, typename K>
-TFM_ALWAYS_INLINE void shared_weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item,
-                                              const float* weights, int64_t first, float* sums) {
-  // Four chunks of sums per item fill 16 of AVX-512's 32 registers; narrower lanes take one.
-  constexpr int64_t kChunks = std::is_same_v<Lanes, WideLanes> ? 4 : 1;
-  const int64_t head_dim = a.head_dim, length = item.end;
-  int64_t d = 0;
-  for (; d + kChunks * kVectorLanes <= head_dim; d += kChunks * kVectorLanes) {
-    shared_value_chunks<Lanes, kChunks>(item.values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
-                                        sums + d);
-  }
-  for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
-    shared_value_chunks<Lanes, 1>(item.values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
-                                  sums + d);
-  }
-  for (; d < head_dim; ++d) {
-    for (int64_t j = 0; j < kSharedItems; ++j) {
-      float total = 0.0F;
-      for (int64_t s = first; s < length; ++s) {
-        total += weights[s * kBlockItems + j] * static_cast<float>(item.values[s * a.v_s + item.slots[s] * a.v_b + d]);
-      }
-      sums[j * head_dim + d] = total;
-    }
-  }
-}
-
 /// Whether items[0 .. kSharedItems) read the same keys and values over the same positions.
 template <typename Q, typename K>
 TFM_ALWAYS_INLINE bool read_alike(const ItemViews<Q, K>* items) {
@@ -369,15 +330,12 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   const int64_t count = end - begin, head_dim = a.head_dim;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
   ItemViews<Q, K> items[kBlockItems];
-  int64_t block_first = a.keys, length = 0;  // the block's keys: [block_first, length)
+  int64_t block_first = a.keys, length = 0;       // the block's keys: [block_first, length)
+  int64_t common_first = 0, common_end = a.keys;  // the keys every item attends
   for (int64_t i = 0; i < count; ++i) {
     items[i] = item_views(a, begin + i, scratch.own_row.data());
     block_first = std::min(block_first, items[i].first);
     length = std::max(length, items[i].end);
-  }
-  // Positions every item attends: [common_first, common_end).
-  int64_t common_first = 0, common_end = a.keys;
-  for (int64_t i = 0; i < count; ++i) {
     common_first = std::max(common_first, items[i].first);
     common_end = std::min(common_end, items[i].end);
   }
@@ -408,10 +366,10 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
   for (int64_t i = 0; i < count;) {
     const int64_t first = std::max(block_first, items[i].first);
     if (i + kSharedItems <= count && read_alike(items + i)) {
-      shared_weighted_values<Lanes>(a, items[i], scores + i, first, sums + i * head_dim);
+      weighted_values<Lanes, kSharedItems>(a, items[i], scores + i, first, sums + i * head_dim);
       i += kSharedItems;
     } else {
-      weighted_values<Lanes>(a, items[i], scores + i, first, sums + i * head_dim);
+      weighted_values<Lanes, 1>(a, items[i], scores + i, first, sums + i * head_dim);
       ++i;
     }
   }
@@ -429,13 +387,11 @@ TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int
   Scratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
     const int64_t ahead = block + kBlocksAhead * kBlockItems;
-    if (a.prefetch_blocks && ahead < end) {
-      SpreadPrefetch<Q, K> prefetch(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
-      attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch, &prefetch);
-    } else {
-      attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch,
-                                    static_cast<SpreadPrefetch<Q, K>*>(nullptr));
-    }
+    std::optional<SpreadPrefetch<Q, K>> prefetch;
+    if (a.prefetch_blocks && ahead < end)
+      prefetch.emplace(a, ahead, std::min(end, ahead + kBlockItems), scratch.own_row.data());
+    attend_block<Lanes, Products>(a, block, std::min(end, block + kBlockItems), scratch,
+                                  prefetch ? &*prefetch : nullptr);
   }
 }
 
@@ -527,9 +483,7 @@ std::vector<int64_t> unmasked_ends(const torch::Tensor& bias) {
 /// Whether the keys and values a call may read outgrow a core's second-level cache, where a small
 /// batch's stay from one layer's step to the next and asking for them ahead only costs instructions.
 bool outgrows_second_level_cache(const torch::Tensor& keys) {
-  int64_t elements = 1;
-  for (int64_t d = 0; d < keys.dim(); ++d) elements *= keys.size(d);
-  return 2 * elements * keys.element_size() >= (int64_t{2} << 20);
+  return 2 * keys.numel() * keys.element_size() >= (int64_t{2} << 20);
 }
 
 template <typename Q, typename K>
