@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "model/small_rows_product.h"
+#include "runtime/capabilities.h"
 
 namespace tfm {
 namespace {
@@ -51,15 +52,18 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
   const auto dtype = packed_.scalar_type();
   const int64_t in = x.size(-1);
-  if (small_rows_ && x.numel() <= SmallRowsProduct::kMaxRows * in && x.numel() >= in && x.scalar_type() == dtype &&
-      (!bias.defined() || bias.scalar_type() == dtype)) {
+  if (small_rows_ && x.numel() <= SmallRowsProduct::max_rows(dtype) * in && x.numel() >= in &&
+      x.scalar_type() == dtype && (!bias.defined() || bias.scalar_type() == dtype)) {
     return small_rows_->linear(x.contiguous(), bias, relu);  // [..., out]
   }
   auto rows = x.reshape({-1, in}).contiguous();  // [M, in]
   const int64_t m = rows.size(0);
   auto sizes = x.sizes().vec();
   sizes.back() = out_features_;
-  const int64_t padded = pad_rows ? padded_rows(m) : m;
+  // On AMX tiles oneDNN compiles a new shape for ~5-10 ms, the time of several products: there
+  // every batch pads, and the cache holds what the few padded counts need (onednn_cache.h).
+  const bool pad = pad_rows || (dtype == torch::kBFloat16 && cpu_has_bf16_tiles());
+  const int64_t padded = pad ? padded_rows(m) : m;
   if (padded != m) {
     // Each output row reads only its own input row, so the zero rows change nothing but the shape.
     auto grown = torch::zeros({padded, rows.size(1)}, rows.options());  // [M', in]

@@ -24,7 +24,9 @@ class PackedWeight {
   /// off again). oneDNN compiles a kernel per row count, and decoding meets a new count at most
   /// steps as sentences finish; padded, small batches reuse ~20 cached kernels instead of compiling
   /// ~2 per step. `tfm serve` turns it on (with a wider primitive cache): its batches are small. At
-  /// file mode's large batches the padding costs more than it saves (BENCHMARKS.md).
+  /// file mode's large batches the padding costs more than it saves (BENCHMARKS.md), except for
+  /// bfloat16 on AMX tiles (cpu_has_bf16_tiles), whose products always pad: there a new kernel
+  /// costs as much as several products.
   static void set_row_padding(bool pad);
   /// Rows a product of `rows` rows is padded to: exact up to 4, then a multiple of 4 up to 16, then
   /// four steps per doubling (20, 24, 28, 32, 40, 48, ...): at most a quarter more rows.
@@ -39,7 +41,7 @@ class PackedWeight {
  private:
   torch::Tensor packed_;
   int64_t out_features_ = 0;
-  // Products of up to SmallRowsProduct::kMaxRows rows, where the CPU has its kernels;
+  // Products of up to SmallRowsProduct::max_rows(dtype) rows, where the CPU has its kernels;
   // shared by copies, like packed_.
   std::shared_ptr<const SmallRowsProduct> small_rows_;
 };

@@ -10,6 +10,7 @@
 
 #include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
+#include "runtime/capabilities.h"
 #include "runtime/vector_clones.h"
 
 #if TFM_HAVE_LIBXSMM
@@ -79,6 +80,10 @@ bool SmallRowsProduct::supported(const torch::Tensor& weight) {
   if (!weight.defined() || !weight.device().is_cpu() || weight.dim() != 2 || weight.size(0) == 0) return false;
   if (weight.scalar_type() == torch::kFloat32) return cpu_has_float_kernels();
   return weight.scalar_type() == torch::kBFloat16 && weight.size(1) % 2 == 0 && cpu_has_bf16_kernels();
+}
+
+int64_t SmallRowsProduct::max_rows(torch::ScalarType dtype) {
+  return dtype == torch::kBFloat16 && cpu_has_bf16_tiles() ? kMaxRowsBesideTiles : kMaxRows;
 }
 
 SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Tensor& packed)

@@ -54,6 +54,11 @@ Capabilities probe_capabilities() {
   return caps;
 }
 
+bool cpu_has_bf16_tiles() {
+  static const bool tiles = cpu_flag(at::cpu::get_cpu_capabilities(), "amx_bf16") && at::cpu::init_amx();
+  return tiles;
+}
+
 std::string describe(const Capabilities& caps) {
   std::ostringstream out;
   out << "tfm " << caps.tfm_version << "\n"

@@ -21,6 +21,12 @@ struct Capabilities {
 /// bf16 on one that has it; other values are ignored (and `tfm --version` says so).
 Capabilities probe_capabilities();
 
+/// Whether oneDNN's bfloat16 products run on AMX tiles here: the CPU has AMX-BF16 and Linux lets
+/// this process use it (LibTorch's init_amx asks, as oneDNN does). There a product of 8 or more
+/// rows is several times faster through oneDNN than through AVX512-BF16, while compiling a kernel
+/// for a new shape costs ~5-10 ms (BENCHMARKS.md). Not changed by TFM_CPU_BF16.
+bool cpu_has_bf16_tiles();
+
 /// Multi-line human-readable summary, one fact per line.
 std::string describe(const Capabilities& caps);
 

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/capabilities.h"
+
 namespace tfm {
 namespace {
 
@@ -17,7 +19,8 @@ void bound_onednn_primitive_cache() {
   bounded = true;
   user_chose_primitive_cache = std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY") != nullptr;
   // oneDNN reads the variable once, when its cache is created at the first primitive.
-  const std::string capacity = std::to_string(kOneDnnPrimitiveCacheCapacity);
+  const std::string capacity =
+      std::to_string(cpu_has_bf16_tiles() ? kTilesPrimitiveCacheCapacity : kOneDnnPrimitiveCacheCapacity);
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", capacity.c_str(), /*overwrite=*/0);
 }
 

@@ -5,7 +5,13 @@ namespace tfm {
 /// oneDNN primitives cached at most (unless ONEDNN_PRIMITIVE_CACHE_CAPACITY is set).
 constexpr int kOneDnnPrimitiveCacheCapacity = 64;
 
-/// Bounds oneDNN's primitive cache before LibTorch first uses it. oneDNN keeps up to 1024
+/// The bound on a CPU with AMX tiles (cpu_has_bf16_tiles), whose bfloat16 products pad their rows
+/// to a few counts (PackedWeight::padded_rows): ~30 counts x ~6 weight shapes must stay cached, each
+/// compile costing ~5-10 ms. 64 entries recompiled ~150 of them per 1000 sentences (BENCHMARKS.md).
+constexpr int kTilesPrimitiveCacheCapacity = 256;
+
+/// Bounds oneDNN's primitive cache before LibTorch first uses it (kTilesPrimitiveCacheCapacity on a
+/// CPU with AMX tiles). oneDNN keeps up to 1024
 /// primitives by default, one per matmul shape, each with its own buffers; token-count batches
 /// give every step new [batch, time] shapes, and under bf16 autocast (where linear layers run
 /// through oneDNN) `tfm train` grew by ~10 GB an hour until the kernel killed it. A user's own
