@@ -36,7 +36,8 @@ int64_t PackedWeight::padded_rows(int64_t rows) {
 
 bool PackedWeight::supported(const torch::Tensor& weight) {
   return at::hasMKLDNN() && weight.defined() && weight.device().is_cpu() && weight.dim() == 2 &&
-         (weight.scalar_type() == torch::kFloat32 || weight.scalar_type() == torch::kBFloat16);
+         (weight.scalar_type() == torch::kFloat32 ||
+          (weight.scalar_type() == torch::kBFloat16 && cpu_has_onednn_bf16()));
 }
 
 PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.size(0)) {

@@ -15,7 +15,8 @@ class SmallRowsProduct;
 class PackedWeight {
  public:
   PackedWeight() = default;
-  /// Whether `weight` can be packed: a CPU tensor in float32 or bfloat16, with oneDNN present.
+  /// Whether `weight` can be packed: a CPU tensor in float32, or in bfloat16 where oneDNN computes
+  /// it (cpu_has_onednn_bf16), with oneDNN present.
   static bool supported(const torch::Tensor& weight);
   /// weight: [out, in]
   explicit PackedWeight(const torch::Tensor& weight);

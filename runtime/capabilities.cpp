@@ -59,6 +59,15 @@ bool cpu_has_bf16_tiles() {
   return tiles;
 }
 
+bool cpu_has_onednn_bf16() {
+  static const bool onednn_bf16 = [] {
+    const bool avx512_trio =
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    return avx512_trio || cpu_flag(at::cpu::get_cpu_capabilities(), "avx_ne_convert");
+  }();
+  return onednn_bf16;
+}
+
 std::string describe(const Capabilities& caps) {
   std::ostringstream out;
   out << "tfm " << caps.tfm_version << "\n"

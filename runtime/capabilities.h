@@ -27,6 +27,12 @@ Capabilities probe_capabilities();
 /// for a new shape costs ~5-10 ms (BENCHMARKS.md). Not changed by TFM_CPU_BF16.
 bool cpu_has_bf16_tiles();
 
+/// Whether oneDNN computes bfloat16 products on this CPU at all, natively or by widening to float
+/// (LibTorch's mkldnn_bf16_device_check: AVX512 BW, VL and DQ, or AVX-NE-CONVERT). Elsewhere (an
+/// AVX2-only CPU) LibTorch's mkldnn bfloat16 ops throw, and bfloat16 products must take ATen's own
+/// kernels. Not changed by TFM_CPU_BF16.
+bool cpu_has_onednn_bf16();
+
 /// Multi-line human-readable summary, one fact per line.
 std::string describe(const Capabilities& caps);
 

@@ -7,18 +7,26 @@
 
 #include "model/linear.h"
 #include "model/transformer.h"
+#include "runtime/capabilities.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
 
 namespace tfm {
 namespace {
 
+/// float32, and bfloat16 where oneDNN computes it: an AVX2-only CPU has no packed bfloat16.
+std::vector<torch::ScalarType> packable_dtypes() {
+  if (cpu_has_onednn_bf16()) return {torch::kFloat32, torch::kBFloat16};
+  return {torch::kFloat32};
+}
+
 // The reference is LibTorch's own linear in float64: packing may round differently, never more.
 TEST(PackedWeight, ComputesTheLinearMapInFloat32AndBfloat16) {
   torch::manual_seed(3);
   const auto weight = torch::randn({40, 24});  // [out, in]
   const auto bias = torch::randn({40});
-  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+  EXPECT_EQ(PackedWeight::supported(weight.to(torch::kBFloat16)), cpu_has_onednn_bf16());
+  for (const auto dtype : packable_dtypes()) {
     ASSERT_TRUE(PackedWeight::supported(weight.to(dtype)));
     const PackedWeight packed(weight.to(dtype));
     for (const auto& shape : std::vector<std::vector<int64_t>>{{1, 24}, {4, 24}, {3, 5, 24}, {70, 24}}) {
@@ -55,7 +63,7 @@ TEST(PackedWeight, PaddedRowsGiveTheSameBits) {
   torch::manual_seed(4);
   const auto weight = torch::randn({72, 40});  // [out, in]
   const auto bias = torch::randn({72});
-  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+  for (const auto dtype : packable_dtypes()) {
     const PackedWeight packed(weight.to(dtype));
     for (const int64_t m : {5, 17, 33, 70, 129}) {
       const auto x = torch::randn({m, 40}).to(dtype);
@@ -77,7 +85,7 @@ TEST(PackedWeight, FusesTheReluBitForBit) {
   const auto weight = torch::randn({64, 32});  // [out, in]
   const auto bias = torch::randn({64});
   const auto x = torch::randn({2, 7, 32});
-  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+  for (const auto dtype : packable_dtypes()) {
     const PackedWeight packed(weight.to(dtype));
     const auto fused = packed.linear(x.to(dtype), bias.to(dtype), /*relu=*/true);
     const auto product = packed.linear(x.to(dtype), bias.to(dtype));

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "model/packed_weight.h"
+#include "runtime/capabilities.h"
 #include "tests/tensor_assert.h"
 
 namespace tfm {
@@ -51,6 +52,7 @@ TEST(SmallRowsProduct, ComputesTheLinearMapForEveryRowCountAndWidth) {
 // PackedWeight takes it for a few bfloat16 rows and oneDNN beyond: both agree within rounding.
 TEST(SmallRowsProduct, PackedWeightAgreesAcrossTheRowCountWhereItChangesKernels) {
   torch::manual_seed(6);
+  if (!cpu_has_onednn_bf16()) GTEST_SKIP() << "this CPU has no oneDNN bfloat16 (AVX512 BW/VL/DQ): nothing is packed";
   const auto weight = torch::randn({300, 128}).to(torch::kBFloat16);
   const auto bias = torch::randn({300}).to(torch::kBFloat16);
   const PackedWeight packed(weight);

@@ -6,7 +6,10 @@
 #include <string>
 #include <thread>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
@@ -112,6 +115,21 @@ TEST(Capabilities, ReportsVersions) {
   EXPECT_FALSE(caps.torch_version.empty());
   EXPECT_EQ(caps.tfm_version, TFM_VERSION);
   EXPECT_NE(describe(caps).find("LibTorch " + caps.torch_version), std::string::npos);
+}
+
+// The flag decides whether bfloat16 weights are packed for oneDNN; asked of oneDNN itself, it
+// must give the same answer on every CPU (an AVX2-only one refuses, an AVX-512 one packs).
+TEST(Capabilities, OneDnnBf16IsWhetherOneDnnPacksABfloat16Weight) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  const auto reorder = c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_reorder_linear_weight", "");
+  torch::jit::Stack stack{torch::ones({8, 16}, torch::kBFloat16), std::optional<int64_t>()};
+  bool packs = true;
+  try {
+    reorder.callBoxed(&stack);
+  } catch (const c10::Error&) {
+    packs = false;
+  }
+  EXPECT_EQ(cpu_has_onednn_bf16(), packs);
 }
 
 /// Sets an environment variable for one scope and puts back what was there (the suite itself may
