@@ -49,4 +49,17 @@ bool lend_freed_memory_to_the_kernel_after(long milliseconds) {
   return set_decay("muzzy", -1) && dirty;
 }
 
+int this_thread_arena() {
+  if (mallctl == nullptr) return -1;
+  unsigned arena = 0;
+  size_t size = sizeof(arena);
+  return mallctl("thread.arena", &arena, &size, nullptr, 0) == 0 ? static_cast<int>(arena) : -1;
+}
+
+bool use_arena(int arena) {
+  if (mallctl == nullptr || arena < 0) return false;
+  auto index = static_cast<unsigned>(arena);
+  return mallctl("thread.arena", nullptr, nullptr, &index, sizeof(index)) == 0;
+}
+
 }  // namespace tfm

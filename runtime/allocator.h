@@ -24,4 +24,14 @@ bool return_freed_memory_after(long milliseconds);
 /// nothing; returns whether the setting took.
 bool lend_freed_memory_to_the_kernel_after(long milliseconds);
 
+/// The jemalloc arena the calling thread allocates from; -1 without jemalloc.
+int this_thread_arena();
+
+/// Makes the calling thread allocate from `arena` (this_thread_arena() of another thread), so that
+/// threads that take turns with the same kinds of tensors share one pool of freed pages: with decay
+/// off each arena keeps the pages of its own peak, and two decoding workers with an arena each held
+/// the sum of their peaks instead of the peak of their sum (BENCHMARKS.md). Without jemalloc or
+/// with a negative `arena` it does nothing; returns whether the setting took.
+bool use_arena(int arena);
+
 }  // namespace tfm

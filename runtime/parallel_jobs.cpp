@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include "runtime/allocator.h"
 #include "runtime/threads.h"
 
 namespace tfm {
@@ -37,13 +38,16 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
     }
   };
   const int caller_team = at::get_num_threads();
+  const int caller_arena = this_thread_arena();
   std::vector<std::thread> helpers;
   try {
     for (size_t worker = 1; worker < teams.size(); ++worker) {
       helpers.emplace_back([&, worker] {
-        // Inference mode and the team size belong to a thread: each worker takes the caller's
-        // mode and its own share of the cores.
+        // Inference mode, the team size and the allocator's arena belong to a thread: each worker
+        // takes the caller's mode and arena (the workers' tensors share one pool of freed pages)
+        // and its own share of the cores.
         const c10::InferenceMode mode(inference);
+        use_arena(caller_arena);
         set_this_thread_team(teams[worker]);
         work(worker);
       });

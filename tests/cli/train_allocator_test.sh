@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Training lends pages jemalloc has held free for a while to the kernel (MADV_FREE), so that freed
 # neighbours are joined and a heap of ever-changing tensor shapes stays bounded; translating keeps
-# decay off. Read from jemalloc's own statistics at exit (MALLOC_CONF=stats_print:true).
+# decay off, and its batch workers share one arena. Read from jemalloc's own statistics at exit
+# (MALLOC_CONF=stats_print:true).
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -24,4 +25,13 @@ MALLOC_CONF=stats_print:true run "$TFM" translate --model "$WORK/run/checkpoint_
 expect_code 0 "translate"
 expect_contains "$(grep -E "opt\.dirty_decay_ms" <<< "$err")" "arenas.dirty_decay_ms: -1" \
   "translating keeps its freed pages (decay off)"
+
+# Two workers, many batches: the second worker's tensors (jemalloc's "large" allocations, 16 KiB
+# and up) come from the arena of the first, not from one of its own.
+cut -f1 "$WORK/data/test.en" > "$WORK/lines.txt"
+MALLOC_CONF=stats_print:true run "$TFM" --threads 2 translate --model "$WORK/run/checkpoint_last.pt" \
+  --input "$WORK/lines.txt" --workers 2 --batch-size 1
+expect_code 0 "translate with two workers"
+arenas_with_tensors=$(awk '/^arenas\[[0-9]+\]:/ { arena = $1 } /^large:/ && arena != "" && $2 ~ /^[0-9]+$/ && $3 > 0 { n++ } END { print n + 0 }' <<< "$err")
+[ "$arenas_with_tensors" = 1 ] || fail "two workers allocated tensors from $arenas_with_tensors arenas, expected one"
 finish
