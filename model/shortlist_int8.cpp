@@ -25,8 +25,8 @@ Int8Rows int8_rows(const torch::Tensor& matrix) {
   return {values, scales.contiguous(), values.sum(1, /*keepdim=*/false, torch::kInt).contiguous()};
 }
 
-// The AVX512-VNNI kernel. Without it (other CPUs, and TFM_ONE_CLONE builds, which measure what a
-// CPU without AVX-512 runs) the float32 kernel serves.
+// The AVX512-VNNI and AVX2 kernels. Without them (other CPUs, and TFM_ONE_CLONE builds, which
+// measure the lane versions alone) the float32 kernel serves.
 #ifdef TFM_EXTENSION_KERNELS
 namespace {
 
@@ -147,24 +147,176 @@ TFM_VNNI_TARGET void score_rows(const Int8ListedViews& a, int64_t begin, int64_t
   }
 }
 
+// The AVX2 kernel. AVX2 multiplies unsigned by signed bytes and adds each pair of products into
+// 16 bits with saturation, which 255 x 127 twice would overflow; so it multiplies |q_n| by the
+// candidate's byte with q_n's sign moved onto it: each pair of products is then at most
+// 2 x 127 x 127 < 2^15, and the sums are exact, the same as VNNI's.
+
+/// Bytes per step of the AVX2 products: one AVX register.
+constexpr int64_t kAvx2Step = 32;
+/// A tile's accumulators: the products of Rows rows and 8 / Rows candidates, each 8 int32 lanes.
+constexpr int kAvx2Tile = 8;
+
+/// x [D] -> q [D] = round(x / scale) within [-127, 127] and |q| [D], scale = max |x| / 127
+/// (returned): the same q as quantize_row's, less its offset.
+TFM_AVX2_TARGET float quantize_row_signed(const float* x, int64_t dim, int8_t* q, uint8_t* magnitudes) {
+  const IntHalf magnitude = IntHalf{} + 0x7fffffff;
+  FloatHalf largest{};
+  for (int64_t d = 0; d < dim; d += 8) {
+    FloatHalf v;
+    std::memcpy(&v, x + d, sizeof(v));
+    const auto size = reinterpret_cast<FloatHalf>(reinterpret_cast<IntHalf>(v) & magnitude);
+    largest = size > largest ? size : largest;
+  }
+  float top = 0;
+  for (int lane = 0; lane < 8; ++lane) top = std::max(top, largest[lane]);
+  const float scale = top > 0 ? top / 127.0F : 1.0F;
+  const float inverse = 1.0F / scale;
+  constexpr float kRounder = 12582912.0F;  // as in quantize_row
+  for (int64_t d = 0; d < dim; ++d) {
+    const float rounded = (x[d] * inverse + kRounder) - kRounder;
+    const auto value = static_cast<int8_t>(std::clamp(static_cast<int32_t>(rounded), -127, 127));
+    q[d] = value;
+    magnitudes[d] = static_cast<uint8_t>(value < 0 ? -value : value);
+  }
+  return scale;
+}
+
+/// Rows [row, row + Rows) of one list against all of its candidates, 8 / Rows at a time.
+template <int Rows>
+TFM_AVX2_TARGET void score_tiles_avx2(const Int8ListedViews& a, const int8_t* quantized, const uint8_t* magnitudes,
+                                      const float* row_scales, int64_t first, int64_t row, const int64_t* ids) {
+  constexpr int kColumns = kAvx2Tile / Rows;
+  const int8_t* xs[Rows];
+  const uint8_t* ms[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    xs[r] = quantized + (row + r - first) * a.dim;
+    ms[r] = magnitudes + (row + r - first) * a.dim;
+  }
+  const float* x_scales = row_scales + (row - first);
+  const int8_t* values = a.rows->values.data_ptr<int8_t>();
+  const float* scales = a.rows->scales.data_ptr<float>();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t block = 0; block < a.width; block += kColumns) {
+    const int64_t ahead = block + kPrefetchTiles * kColumns;
+    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, a.width) && ids[c] >= 0; ++c) {
+      prefetch_bytes(values + ids[c] * a.dim, a.dim);
+    }
+    const int64_t count = std::min<int64_t>(kColumns, a.width - block);
+    const int8_t* columns[kColumns];
+    for (int64_t c = 0; c < kColumns; ++c) {
+      const int64_t id = c < count ? ids[block + c] : -1;
+      columns[c] = values + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
+    }
+    __m256i products[kAvx2Tile];
+    for (auto& p : products) p = _mm256_setzero_si256();
+    for (int64_t d = 0; d < a.dim; d += kAvx2Step) {
+      __m256i x[Rows], m[Rows];
+      for (int r = 0; r < Rows; ++r) {
+        x[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[r] + d));
+        m[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ms[r] + d));
+      }
+      for (int c = 0; c < kColumns; ++c) {
+        const __m256i column = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(columns[c] + d));
+        for (int r = 0; r < Rows; ++r) {
+          const __m256i pairs = _mm256_maddubs_epi16(m[r], _mm256_sign_epi8(column, x[r]));  // [16] int16
+          products[r * kColumns + c] = _mm256_add_epi32(products[r * kColumns + c], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+    // Each accumulator's 8 lanes summed: totals[i] for products[i].
+    const __m256i low =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(products[0], products[1]), _mm256_hadd_epi32(products[2], products[3]));
+    const __m256i high =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(products[4], products[5]), _mm256_hadd_epi32(products[6], products[7]));
+    int32_t totals[kAvx2Tile];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(totals),
+                     _mm_add_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(totals + 4),
+                     _mm_add_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)));
+    for (int r = 0; r < Rows; ++r) {
+      float* out = a.listed + (row + r) * a.width + block;
+      for (int64_t c = 0; c < count; ++c) {
+        const int64_t id = ids[block + c];
+        out[c] = id < 0 ? kNegInf : x_scales[r] * scales[id] * static_cast<float>(totals[r * kColumns + c]);
+      }
+    }
+  }
+}
+
+TFM_AVX2_TARGET void score_rows_avx2(const Int8ListedViews& a, int64_t begin, int64_t end) {
+  thread_local std::vector<int8_t> quantized;    // [rows, D]
+  thread_local std::vector<uint8_t> magnitudes;  // [rows, D]
+  thread_local std::vector<float> row_scales;    // [rows]
+  quantized.resize(static_cast<size_t>((end - begin) * a.dim));
+  magnitudes.resize(quantized.size());
+  row_scales.resize(static_cast<size_t>(end - begin));
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t at = (row - begin) * a.dim;
+    row_scales[row - begin] =
+        quantize_row_signed(a.hidden + row * a.dim, a.dim, quantized.data() + at, magnitudes.data() + at);
+  }
+  for (int64_t first = begin; first < end;) {
+    const int64_t list = first / a.rows_per_list;
+    const int64_t last = std::min(end, (list + 1) * a.rows_per_list);
+    const int64_t* ids = a.candidates + list * a.width;
+    int64_t row = first;
+    const auto* q = quantized.data();
+    const auto* m = magnitudes.data();
+    for (; row + 4 <= last; row += 4) score_tiles_avx2<4>(a, q, m, row_scales.data(), begin, row, ids);
+    for (; row + 2 <= last; row += 2) score_tiles_avx2<2>(a, q, m, row_scales.data(), begin, row, ids);
+    for (; row < last; ++row) score_tiles_avx2<1>(a, q, m, row_scales.data(), begin, row, ids);
+    first = last;
+  }
+}
+
+/// Whether `kernel` computes on this CPU for rows of `dim`.
+bool computes(Int8Products kernel, int64_t dim) {
+  static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (dim <= 0) return false;
+  return kernel == Int8Products::kVnni ? vnni && dim % kStep == 0 : avx2 && dim % kAvx2Step == 0;
+}
+
 }  // namespace
 
+std::vector<Int8Products> int8_listed_kernels(int64_t dim) {
+  std::vector<Int8Products> kernels;
+  for (const auto kernel : {Int8Products::kVnni, Int8Products::kAvx2}) {
+    if (computes(kernel, dim)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
 bool int8_listed_supported(int64_t dim) {
-  static const bool cpu_has_it = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-  return cpu_has_it && dim > 0 && dim % kStep == 0;
+  return computes(Int8Products::kVnni, dim) || computes(Int8Products::kAvx2, dim);
+}
+
+void int8_listed_rows(const Int8ListedViews& a, int64_t begin, int64_t end, Int8Products kernel) {
+  TORCH_CHECK(computes(kernel, a.dim), "int8_listed_rows: the kernel does not compute on this CPU for D ", a.dim);
+  if (kernel == Int8Products::kVnni) {
+    score_rows(a, begin, end);
+  } else {
+    score_rows_avx2(a, begin, end);
+  }
 }
 
 void int8_listed_rows(const Int8ListedViews& a, int64_t begin, int64_t end) {
-  TORCH_CHECK(int8_listed_supported(a.dim), "int8_listed_rows: not on this CPU, or D ", a.dim, " not a multiple of 64");
-  score_rows(a, begin, end);
+  int8_listed_rows(a, begin, end, computes(Int8Products::kVnni, a.dim) ? Int8Products::kVnni : Int8Products::kAvx2);
 }
 
 #else
 
+std::vector<Int8Products> int8_listed_kernels(int64_t) { return {}; }
+
 bool int8_listed_supported(int64_t) { return false; }
 
+void int8_listed_rows(const Int8ListedViews&, int64_t, int64_t, Int8Products) {
+  TORCH_CHECK(false, "int8_listed_rows: built without its kernels");
+}
+
 void int8_listed_rows(const Int8ListedViews&, int64_t, int64_t) {
-  TORCH_CHECK(false, "int8_listed_rows: built without AVX512-VNNI kernels");
+  TORCH_CHECK(false, "int8_listed_rows: built without its kernels");
 }
 
 #endif

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -7,7 +8,7 @@ namespace tfm {
 
 /// An output matrix's rows in int8 for the shortlist's products when a model decodes in int8: the
 /// candidates' rows are then a quarter of the float32 bytes and their products four times as many
-/// per instruction (AVX512-VNNI).
+/// per instruction (AVX512-VNNI), or twice as many (AVX2).
 struct Int8Rows {
   torch::Tensor values;  // [V, D] int8: round(row / scale), within [-127, 127]
   torch::Tensor scales;  // [V] float32: max |row| / 127
@@ -19,7 +20,17 @@ struct Int8Rows {
 /// matrix: [V, D] floating, on any device.
 Int8Rows int8_rows(const torch::Tensor& matrix);
 
-/// Whether int8_listed_rows computes on this CPU for rows of `dim`: AVX512-VNNI, dim a multiple of 64.
+/// The instructions int8_listed_rows computes with.
+enum class Int8Products {
+  kVnni,  // AVX512-VNNI's unsigned-by-signed byte dot products; dim a multiple of 64
+  kAvx2,  // AVX2's byte multiply-adds (the signs moved onto one side); dim a multiple of 32
+};
+
+/// The kernels that compute on this CPU for rows of `dim`, fastest first; empty: none (the float32
+/// kernel serves int8 models).
+std::vector<Int8Products> int8_listed_kernels(int64_t dim);
+
+/// Whether int8_listed_rows computes on this CPU for rows of `dim` (int8_listed_kernels not empty).
 bool int8_listed_supported(int64_t dim);
 
 /// The views int8_listed_rows reads and writes.
@@ -34,7 +45,10 @@ struct Int8ListedViews {
 /// Rows [begin, end) of shortlist_logits' listed logits (model/shortlist_logits.h) from int8
 /// products: each hidden row quantized to 8 bits with a scale of its own (max |h| / 127), each
 /// candidate's row as in `rows`; listed[n][c] = scale_n scale_c (q_n . q_c), -inf at padding.
-/// Only where int8_listed_supported(dim).
+/// Every kernel gives the same bits: the integer products are exact. With the fastest kernel; only
+/// where int8_listed_supported(dim).
 void int8_listed_rows(const Int8ListedViews& a, int64_t begin, int64_t end);
+/// The same with `kernel`, one of int8_listed_kernels(dim).
+void int8_listed_rows(const Int8ListedViews& a, int64_t begin, int64_t end, Int8Products kernel);
 
 }  // namespace tfm

@@ -55,7 +55,8 @@
   }
 #endif
 
-// Kernels for an instruction beyond x86-64-v4 (AVX512-BF16's dot product, AVX512-VNNI's), each
+// Kernels written in one instruction set's intrinsics: for an instruction beyond x86-64-v4
+// (AVX512-BF16's dot product, AVX512-VNNI's), or for AVX2's byte multiply-adds (x86-64-v3), each
 // called only where the CPU has it (__builtin_cpu_supports) and defined only where
 // TFM_EXTENSION_KERNELS is: GCC on x86-64, and not in TFM_ONE_CLONE builds, which measure the lane
 // versions alone.
@@ -63,6 +64,7 @@
 #define TFM_EXTENSION_KERNELS 1
 #define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
 #define TFM_VNNI_TARGET __attribute__((target("arch=x86-64-v4,avx512vnni")))
+#define TFM_AVX2_TARGET __attribute__((target("arch=x86-64-v3")))
 #endif
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// The shortlist's int8 products (a model decoding in int8, on a CPU with AVX512-VNNI) against a
-// float64 reference of the same quantization: each hidden row to 8 bits with its own scale, each
-// matrix row as int8_rows stores it.
+// The shortlist's int8 products (a model decoding in int8, on a CPU with AVX512-VNNI or AVX2)
+// against a float64 reference of the same quantization: each hidden row to 8 bits with its own
+// scale, each matrix row as int8_rows stores it.
 #include "model/shortlist_int8.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ torch::Tensor reference(const torch::Tensor& hidden, const Int8Rows& rows, const
 }
 
 TEST(ShortlistInt8, ListedLogitsAreTheQuantizedRowsProducts) {
-  if (!int8_listed_supported(128)) GTEST_SKIP() << "this CPU has no AVX512-VNNI: the float32 kernel serves int8 models";
+  if (!int8_listed_supported(128)) GTEST_SKIP() << "this CPU has no AVX2: the float32 kernel serves int8 models";
   const int64_t vocab = 400, dim = 128;
   torch::manual_seed(2);
   const auto matrix = torch::randn({vocab, dim});
@@ -75,6 +75,41 @@ TEST(ShortlistInt8, ListedLogitsAreTheQuantizedRowsProducts) {
     const auto drift = (listed - float_listed).masked_fill(padding, 0).abs().max().item<double>();
     EXPECT_LT(drift, 0.1 * float_listed.masked_fill(padding, 0).abs().max().item<double>()) << what;
     EXPECT_TRUE(torch::equal(rest, float_rest)) << what << ": the left-out tokens' column is float32's";
+  }
+}
+
+TEST(ShortlistInt8, EveryKernelGivesTheReferencesProductsAndTheSameBits) {
+  const int64_t vocab = 300, dim = 96;  // 96: AVX2's steps of 32 bytes, not VNNI's 64
+  const auto kernels = int8_listed_kernels(dim);
+  if (kernels.empty()) GTEST_SKIP() << "this CPU has no AVX2: the float32 kernel serves int8 models";
+  torch::manual_seed(3);
+  const auto rows = int8_rows(torch::randn({vocab, dim}));
+  // Two lists, one with padding; 6 rows per list: tiles of 4 and 2 rows.
+  auto lists = torch::full({2, 21}, -1, torch::kLong);
+  lists[0].copy_(std::get<0>(torch::randperm(vocab).slice(0, 0, 21).sort()));
+  lists[1].slice(0, 0, 13).copy_(std::get<0>(torch::randperm(vocab).slice(0, 0, 13).sort()));
+  const int64_t rows_per_list = 6;
+  const auto hidden = (torch::randn({2 * rows_per_list, dim}) * 3 - 0.2).contiguous();
+  const auto want = reference(hidden, rows, lists, rows_per_list);
+  const auto padding = want.isinf();
+  torch::Tensor first;
+  for (const auto kernel : kernels) {
+    auto listed = torch::zeros({hidden.size(0), lists.size(1)});
+    const Int8ListedViews views{hidden.data_ptr<float>(),
+                                &rows,
+                                lists.data_ptr<int64_t>(),
+                                listed.data_ptr<float>(),
+                                lists.size(1),
+                                dim,
+                                rows_per_list};
+    int8_listed_rows(views, 0, 5, kernel);  // two calls: a list split between threads
+    int8_listed_rows(views, 5, hidden.size(0), kernel);
+    const std::string what = kernel == Int8Products::kVnni ? "VNNI" : "AVX2";
+    EXPECT_TRUE(torch::equal(listed.isinf(), padding)) << what;
+    const auto error = (listed.to(torch::kDouble) - want).masked_fill(padding, 0).abs() / (1 + want.abs());
+    EXPECT_LT(error.masked_fill(padding, 0).max().item<double>(), 1e-5) << what;
+    if (!first.defined()) first = listed;
+    EXPECT_TRUE(torch::equal(listed, first)) << what << " against the fastest kernel";
   }
 }
 
