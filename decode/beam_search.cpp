@@ -33,22 +33,27 @@ struct SentenceSearch {
 
 /// Per-row facts for the step rules: rows a*R..a*R+R-1 are sentence a's beams (R = `rows`: K, or
 /// 1 at a batch's first step).
-RowFacts row_facts(const std::vector<SentenceSearch>& active, int64_t rows, const TokenColumns& columns) {
+/// Sentences [first, first + count) of `active`, whose rows are a block of their own.
+RowFacts row_facts(const std::vector<SentenceSearch>& active, size_t first, size_t count, int64_t rows,
+                   const TokenColumns& columns) {
   RowFacts facts;
-  facts.step = active.front().generated;
+  const auto begin = active.begin() + static_cast<std::ptrdiff_t>(first);
+  const auto end = begin + static_cast<std::ptrdiff_t>(count);
+  facts.step = begin->generated;
   facts.columns = &columns;
   bool same_step = true;
-  for (const auto& sentence : active) {
-    const uint8_t at_max = sentence.generated + 1 >= sentence.max_len ? 1 : 0;
-    facts.step = std::min(facts.step, sentence.generated);
-    same_step = same_step && sentence.generated == active.front().generated;
+  for (auto sentence = begin; sentence != end; ++sentence) {
+    const uint8_t at_max = sentence->generated + 1 >= sentence->max_len ? 1 : 0;
+    facts.step = std::min(facts.step, sentence->generated);
+    same_step = same_step && sentence->generated == begin->generated;
     for (int64_t k = 0; k < rows; ++k) {
       facts.force_eos.push_back(at_max);
-      facts.history.push_back(&sentence.beams[k].tokens);
+      facts.history.push_back(&sentence->beams[k].tokens);
     }
   }
   if (!same_step) {
-    for (const auto& sentence : active) facts.steps.insert(facts.steps.end(), rows, sentence.generated);
+    for (auto sentence = begin; sentence != end; ++sentence)
+      facts.steps.insert(facts.steps.end(), rows, sentence->generated);
   }
   return facts;
 }
@@ -199,16 +204,42 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   if (s.active.empty()) return finished;
   const int64_t beam = s.options.beam, rows = s.rows_per_sentence;
   auto& state = *s.state;
-  // log-probabilities values + row_offsets, [N, V'], N = active * rows
-  auto [values, row_offsets, block_maxima] =
-      s.scorer.step_scores(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
-  const int64_t scored = values.size(1);  // V'
   const auto columns = state.columns();
-  s.processors.apply(values, row_facts(s.active, rows, columns));
-  const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);
-  const auto offsets = row_offsets.defined() ? beam_scores + row_offsets.to(beam_scores.device()) : beam_scores;
-  const auto [scores_cpu, ids_cpu] = beam_top_k(values, offsets, rows, std::min<int64_t>(2 * beam, rows * scored),
-                                                s.processors.only_lower() ? block_maxima : torch::Tensor());  // [A, 2K]
+  const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);  // [N]
+  const auto sentences = static_cast<int64_t>(s.active.size());
+  // Each sentence's candidates come from its own rows: the scores are read a block of sentences
+  // at a time where the scorer saves memory so (each block's top-k before the next block's
+  // scores), else all at once. Blocks of about equal size, none of more than block_rows rows.
+  const int64_t block_rows = s.scorer.block_rows(state);
+  const int64_t blocks = block_rows > 0 ? std::max<int64_t>(1, (sentences * rows + block_rows - 1) / block_rows) : 1;
+  const int64_t per_block = (sentences + blocks - 1) / blocks;  // sentences
+  auto step_blocks = s.scorer.step_blocks(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
+  torch::Tensor scores_cpu, ids_cpu;  // [A, 2K]
+  int64_t scored = 0;                 // V'
+  for (int64_t first = 0; first < sentences; first += per_block) {
+    const int64_t count = std::min(per_block, sentences - first);
+    // log-probabilities values + row_offsets, [count * rows, V']
+    auto [values, row_offsets, block_maxima] = step_blocks->rows(first * rows, count * rows);
+    scored = values.size(1);
+    s.processors.apply(values,
+                       row_facts(s.active, static_cast<size_t>(first), static_cast<size_t>(count), rows, columns));
+    const auto block_scores = beam_scores.narrow(0, first * rows, count * rows);
+    const auto offsets = row_offsets.defined() ? block_scores + row_offsets.to(block_scores.device()) : block_scores;
+    auto [top_scores, top_ids] = beam_top_k(values, offsets, rows, std::min<int64_t>(2 * beam, rows * scored),
+                                            s.processors.only_lower() ? block_maxima : torch::Tensor());
+    if (count == sentences) {
+      scores_cpu = std::move(top_scores);
+      ids_cpu = std::move(top_ids);
+      break;
+    }
+    if (!scores_cpu.defined()) {
+      scores_cpu = torch::empty({sentences, top_scores.size(1)}, top_scores.options());
+      ids_cpu = torch::empty({sentences, top_ids.size(1)}, top_ids.options());
+    }
+    scores_cpu.narrow(0, first, count).copy_(top_scores);
+    ids_cpu.narrow(0, first, count).copy_(top_ids);
+  }
+  step_blocks.reset();  // before the state changes below
   const int64_t width = scores_cpu.size(1);
 
   std::vector<SentenceSearch> still_active;

@@ -39,7 +39,57 @@ class EnsembleState : public Scorer::State {
   std::vector<std::unique_ptr<Scorer::State>> members;
 };
 
+/// Rows per block of a step's output layer (TransformerScorer::block_rows): [256, V] float32 logits
+/// at a time instead of [N, V] (N ~900 at a batch's first steps here), while each product still has
+/// rows enough for oneDNN's large-batch kernel.
+constexpr int64_t kStepBlockRows = 256;
+
+/// The logits as StepScores: with the log-softmax's normalizers as offsets where the CPU computes
+/// them, else the log-probabilities.
+StepScores scores_of(const Transformer& model, const TransformerImpl::StepLogits& step_logits) {
+  const auto& [logits, rest] = step_logits;
+  if (log_normalizers_supported(logits) && !logits.requires_grad()) {
+    auto [normalizers, block_maxima] = log_normalizers(logits);
+    if (rest.defined()) normalizers = torch::logaddexp(normalizers, rest);
+    return {logits, normalizers.neg_(), block_maxima};
+  }
+  return {model->log_probs(step_logits), {}, {}};
+}
+
+/// step_scores()'s result, handed out in narrowed views.
+class WholeStepBlocks : public StepBlocks {
+ public:
+  explicit WholeStepBlocks(StepScores scores) : scores_(std::move(scores)) {}
+  StepScores rows(int64_t first, int64_t count) override {
+    auto rows_of = [&](const torch::Tensor& t) { return t.defined() ? t.narrow(0, first, count) : t; };
+    return {rows_of(scores_.values), rows_of(scores_.row_offsets), rows_of(scores_.block_maxima)};
+  }
+
+ private:
+  StepScores scores_;
+};
+
+/// The decoder's output for the step, and each block's output layer when asked for.
+class TransformerStepBlocks : public StepBlocks {
+ public:
+  TransformerStepBlocks(Transformer model, const DecoderState& state, torch::Tensor hidden)
+      : model_(std::move(model)), state_(state), hidden_(std::move(hidden)) {}
+  StepScores rows(int64_t first, int64_t count) override {
+    const auto rows = first == 0 && count == hidden_.size(0) ? hidden_ : hidden_.narrow(0, first, count);
+    return scores_of(model_, model_->output_logits(rows, state_));
+  }
+
+ private:
+  Transformer model_;
+  const DecoderState& state_;
+  torch::Tensor hidden_;  // [N, D]
+};
+
 }  // namespace
+
+std::unique_ptr<StepBlocks> Scorer::step_blocks(const torch::Tensor& last_tokens, State& state) {
+  return std::make_unique<WholeStepBlocks>(step_scores(last_tokens, state));
+}
 
 void Scorer::State::append(State& /*other*/) { throw std::logic_error("this scorer's states cannot join others"); }
 
@@ -63,14 +113,20 @@ torch::Tensor TransformerScorer::step(const torch::Tensor& last_tokens, State& s
 StepScores TransformerScorer::step_scores(const torch::Tensor& last_tokens, State& state) {
   auto& decoder_state = static_cast<TransformerState&>(state).state;
   // [N, V], or [N, C] and the left-out tokens' stand-in under a shortlist: in the normalizer, not a choice.
-  const auto step_logits = model_->step_logits(last_tokens, decoder_state);
-  const auto& [logits, rest] = step_logits;
-  if (log_normalizers_supported(logits) && !logits.requires_grad()) {
-    auto [normalizers, block_maxima] = log_normalizers(logits);
-    if (rest.defined()) normalizers = torch::logaddexp(normalizers, rest);
-    return {logits, normalizers.neg_(), block_maxima};
-  }
-  return {model_->log_probs(step_logits), {}, {}};
+  return scores_of(model_, model_->step_logits(last_tokens, decoder_state));
+}
+
+std::unique_ptr<StepBlocks> TransformerScorer::step_blocks(const torch::Tensor& last_tokens, State& state) {
+  auto& decoder_state = static_cast<TransformerState&>(state).state;
+  return std::make_unique<TransformerStepBlocks>(model_, decoder_state,
+                                                 model_->step_hidden(last_tokens, decoder_state));
+}
+
+int64_t TransformerScorer::block_rows(const State& state) const {
+  const auto& decoder_state = static_cast<const TransformerState&>(state).state;
+  // A shortlist's [N, C] scores are small, and its lists belong to whole rows of the state.
+  if (decoder_state.output_columns.defined() || !decoder_state.memory_bias.is_cpu()) return 0;
+  return kStepBlockRows;
 }
 
 int64_t TransformerScorer::vocab_size() const { return model_->config().vocab_size; }

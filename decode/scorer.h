@@ -23,6 +23,15 @@ struct StepScores {
   torch::Tensor block_maxima;
 };
 
+/// One step's scores, handed out a block of rows at a time (Scorer::step_blocks).
+class StepBlocks {
+ public:
+  virtual ~StepBlocks() = default;
+  /// Rows first .. first+count-1 of what step_scores() returns for the step. Blocks are asked for in
+  /// order, each once; the state must not change meanwhile.
+  virtual StepScores rows(int64_t first, int64_t count) = 0;
+};
+
 /// The one interface search sees (Marian's startState/step): encode a batch once, then score
 /// the next token for every row, one step at a time. Rows start as the batch's sentences;
 /// search repeats, reorders and drops rows through State::reorder.
@@ -62,6 +71,13 @@ class Scorer {
   virtual StepScores step_scores(const torch::Tensor& last_tokens, State& state) {
     return {step(last_tokens, state), {}, {}};
   }
+  /// step_scores() in blocks of rows, for search that reads each sentence's rows on their own
+  /// (beam search's top-k): the step runs now, each block's scores when asked for, so that no
+  /// [N, V'] tensor need be live at once. By default step_scores() at once, handed out in views.
+  virtual std::unique_ptr<StepBlocks> step_blocks(const torch::Tensor& last_tokens, State& state);
+  /// How many rows a block of step_blocks() should have at most to save memory; 0: blocks save
+  /// nothing (the default, whose blocks are views of one result), so ask for all rows at once.
+  virtual int64_t block_rows(const State& /*state*/) const { return 0; }
   virtual int64_t vocab_size() const = 0;
   /// Whether its states can append() others.
   virtual bool joins() const { return false; }
@@ -78,6 +94,10 @@ class TransformerScorer : public Scorer {
   /// as offsets (model/log_normalizer.h): no [N, V] float32 copy, nor a log-softmax pass over it,
   /// at every step. Elsewhere step()'s log-probabilities.
   StepScores step_scores(const torch::Tensor& last_tokens, State& state) override;
+  /// On the CPU without a shortlist, each block's logits are computed when it is asked for: at a
+  /// batch's first steps [N, V] float32 logits were the largest tensor a step held.
+  std::unique_ptr<StepBlocks> step_blocks(const torch::Tensor& last_tokens, State& state) override;
+  int64_t block_rows(const State& state) const override;
   int64_t vocab_size() const override;
   bool joins() const override { return true; }
 

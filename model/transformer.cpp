@@ -112,12 +112,19 @@ RowMoments TransformerImpl::output_moments() {
 }
 
 TransformerImpl::StepLogits TransformerImpl::step_logits(const torch::Tensor& last_tokens, DecoderState& state) {
+  return output_logits(step_hidden(last_tokens, state), state);
+}
+
+torch::Tensor TransformerImpl::step_hidden(const torch::Tensor& last_tokens, DecoderState& state) {
   const auto ids = last_tokens.view({-1, 1});  // [N, 1]
   // Rows that joined a running batch are at positions of their own.
   const auto embedded = state.row_starts.empty()
                             ? target_embedding->forward(ids, state.step)
                             : target_embedding->forward_at(ids, state.next_positions());  // [N, 1, D]
-  const auto hidden = decoder->step(embedded, state).squeeze(1);                          // [N, D]
+  return decoder->step(embedded, state).squeeze(1);                                       // [N, D]
+}
+
+TransformerImpl::StepLogits TransformerImpl::output_logits(const torch::Tensor& hidden, const DecoderState& state) {
   if (state.output_columns.defined()) {
     const Int8Rows* int8 = output_int8_rows_.defined() ? &output_int8_rows_ : nullptr;
     auto [listed, rest] = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory, int8);

@@ -64,6 +64,11 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor rest;  // undefined without a shortlist
   };
   StepLogits step_logits(const torch::Tensor& last_tokens, DecoderState& state);
+  /// step_logits() in two halves: the decoder's step, last_tokens [N] -> its output [N, D] ...
+  torch::Tensor step_hidden(const torch::Tensor& last_tokens, DecoderState& state);
+  /// ... and the output layer over it. hidden: [N, D], every row of `state` after restrict_output;
+  /// without it, any rows (a block of them: each row's logits are its own).
+  StepLogits output_logits(const torch::Tensor& hidden, const DecoderState& state);
   /// step()'s log-softmax: logits [N, V'] -> float32 log-probabilities (in place where it may).
   static torch::Tensor log_probs(const torch::Tensor& logits);
   /// step_logits() -> step(): under a shortlist the left-out tokens' stand-in is in the softmax, not

@@ -182,6 +182,48 @@ TEST(BeamSearch, BatchedEqualsOneByOne) {
   }
 }
 
+/// TransformerScorer with blocks of at most `rows` rows (TransformerScorer::block_rows).
+class SmallBlocksScorer : public TransformerScorer {
+ public:
+  SmallBlocksScorer(Transformer model, int64_t rows) : TransformerScorer(std::move(model)), rows_(rows) {}
+  int64_t block_rows(const State& state) const override {
+    EXPECT_GT(TransformerScorer::block_rows(state), 0) << "on the CPU without a shortlist the scores come in blocks";
+    return rows_;
+  }
+
+ private:
+  int64_t rows_;
+};
+
+// Beam search takes each block's top-k before the next block's scores: blocks of one sentence or
+// several, and a last block smaller than the rest, find what one block of all the rows finds.
+TEST(BeamSearch, ScoresInBlocksOfSentencesFindTheSameBeams) {
+  auto model = random_model(15, 31);
+  const std::vector<std::vector<int64_t>> sentences = {{4, 5, 6}, {7, 8, 9, 10, 11, 12}, {13}, {6, 6, 6, 6},
+                                                       {9, 4},    {11, 12, 13, 5},       {8}};
+  SearchOptions options;
+  options.beam = 3;
+  options.nbest = 2;
+  options.max_len_a = 1.5;
+  options.max_len_b = 3;
+  std::vector<int64_t> lengths;
+  const auto batch = batch_of(sentences, lengths);
+  TransformerScorer whole(model);
+  const auto want = beam_search(whole, batch, lengths, options);
+  for (const int64_t rows : {1, 3, 7}) {  // 1: a sentence a block (its rows can exceed the bound)
+    SmallBlocksScorer blocks(model, rows);
+    const auto got = beam_search(blocks, batch, lengths, options);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t b = 0; b < want.size(); ++b) {
+      ASSERT_EQ(got[b].size(), want[b].size()) << rows << " rows a block, sentence " << b;
+      for (size_t n = 0; n < want[b].size(); ++n) {
+        EXPECT_EQ(got[b][n].tokens, want[b][n].tokens) << rows << " rows a block, sentence " << b;
+        EXPECT_NEAR(got[b][n].score, want[b][n].score, 1e-4) << rows << " rows a block, sentence " << b;
+      }
+    }
+  }
+}
+
 /// A scripted model: the next-token distribution is a function of the prefix, so expected beams are exact.
 class ScriptedScorer : public Scorer {
  public:

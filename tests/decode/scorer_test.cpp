@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <utility>
+#include <vector>
+
 #include "tests/decode/decode_test_support.h"
 #include "tests/tensor_assert.h"
 
@@ -43,6 +46,29 @@ TEST(TransformerScorer, BFloat16StepScoresAreLogitsWithTheirNormalizers) {
 
 TEST(TransformerScorer, Float32StepScoresAreLogitsWithTheirNormalizers) {
   expect_step_scores_equal_log_probs(torch::kFloat32);
+}
+
+// step_blocks() runs the step once; each block's scores are those rows of step_scores().
+TEST(TransformerScorer, StepBlocksAreTheRowsOfStepScores) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model(29, 5);
+  TransformerScorer scorer(model);
+  const auto source = torch::cat({source_for({5, 6, 7, 8}), source_for({9, 10, 11, 12}), source_for({13, 14, 15, 16})});
+  auto whole = scorer.start(source);
+  auto blocked = scorer.start(source);
+  EXPECT_GT(scorer.block_rows(*blocked), 0);
+  auto last = torch::full({3}, kBosId, torch::kLong);
+  for (int step = 0; step < 3; ++step) {
+    const auto want = scorer.step_scores(last, *whole);
+    const auto blocks = scorer.step_blocks(last, *blocked);
+    for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}}) {
+      const auto got = blocks->rows(first, count);
+      ASSERT_EQ(got.values.size(0), count);
+      EXPECT_TENSOR_NEAR(got.values, want.values.narrow(0, first, count), 1e-5) << "step " << step;
+      EXPECT_TENSOR_NEAR(got.row_offsets, want.row_offsets.narrow(0, first, count), 1e-5) << "step " << step;
+    }
+    last = torch::tensor({5 + step, 20 - step, 7}, torch::kLong);
+  }
 }
 
 }  // namespace
