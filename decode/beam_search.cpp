@@ -157,6 +157,41 @@ struct BeamSearchStream::Search {
     beam_scores.clear();
     for (size_t a = 0; a < active.size(); ++a) start_rows(beam);
   }
+  /// Each active sentence's 2K best candidates, [A, 2K] scores and flat ids (beam_top_k), on the
+  /// CPU; `scored` gets V'. Each sentence's candidates come from its own rows: the scores are read a
+  /// block of sentences at a time where the scorer saves memory so (each block's top-k before the
+  /// next block's scores), else all at once; blocks of about equal size, none of more than
+  /// block_rows rows.
+  std::pair<torch::Tensor, torch::Tensor> best_candidates(const TokenColumns& columns, int64_t& scored) {
+    const int64_t beam = options.beam, rows = rows_per_sentence;
+    const auto all_scores = torch::tensor(beam_scores, torch::kFloat32).to(device);  // [N]
+    const auto sentences = static_cast<int64_t>(active.size());
+    const int64_t block_rows = scorer.block_rows(*state);
+    const int64_t blocks = block_rows > 0 ? std::max<int64_t>(1, (sentences * rows + block_rows - 1) / block_rows) : 1;
+    const int64_t per_block = (sentences + blocks - 1) / blocks;  // sentences
+    const auto step_blocks = scorer.step_blocks(torch::tensor(last_tokens, torch::kLong).to(device), *state);
+    torch::Tensor scores, ids;
+    for (int64_t first = 0; first < sentences; first += per_block) {
+      const int64_t count = std::min(per_block, sentences - first);
+      // log-probabilities values + row_offsets, [count * rows, V']
+      auto [values, row_offsets, block_maxima] = step_blocks->rows(first * rows, count * rows);
+      scored = values.size(1);
+      processors.apply(values,
+                       row_facts(active, static_cast<size_t>(first), static_cast<size_t>(count), rows, columns));
+      const auto block_scores = all_scores.narrow(0, first * rows, count * rows);
+      const auto offsets = row_offsets.defined() ? block_scores + row_offsets.to(block_scores.device()) : block_scores;
+      auto top = beam_top_k(values, offsets, rows, std::min<int64_t>(2 * beam, rows * scored),
+                            processors.only_lower() ? block_maxima : torch::Tensor());
+      if (count == sentences) return top;
+      if (!scores.defined()) {
+        scores = torch::empty({sentences, top.first.size(1)}, top.first.options());
+        ids = torch::empty({sentences, top.second.size(1)}, top.second.options());
+      }
+      scores.narrow(0, first, count).copy_(top.first);
+      ids.narrow(0, first, count).copy_(top.second);
+    }
+    return {scores, ids};
+  }
 };
 
 BeamSearchStream::BeamSearchStream(Scorer& scorer, const SearchOptions& options) {
@@ -205,41 +240,8 @@ std::vector<FinishedSentence> BeamSearchStream::step() {
   const int64_t beam = s.options.beam, rows = s.rows_per_sentence;
   auto& state = *s.state;
   const auto columns = state.columns();
-  const auto beam_scores = torch::tensor(s.beam_scores, torch::kFloat32).to(s.device);  // [N]
-  const auto sentences = static_cast<int64_t>(s.active.size());
-  // Each sentence's candidates come from its own rows: the scores are read a block of sentences
-  // at a time where the scorer saves memory so (each block's top-k before the next block's
-  // scores), else all at once. Blocks of about equal size, none of more than block_rows rows.
-  const int64_t block_rows = s.scorer.block_rows(state);
-  const int64_t blocks = block_rows > 0 ? std::max<int64_t>(1, (sentences * rows + block_rows - 1) / block_rows) : 1;
-  const int64_t per_block = (sentences + blocks - 1) / blocks;  // sentences
-  auto step_blocks = s.scorer.step_blocks(torch::tensor(s.last_tokens, torch::kLong).to(s.device), state);
-  torch::Tensor scores_cpu, ids_cpu;  // [A, 2K]
-  int64_t scored = 0;                 // V'
-  for (int64_t first = 0; first < sentences; first += per_block) {
-    const int64_t count = std::min(per_block, sentences - first);
-    // log-probabilities values + row_offsets, [count * rows, V']
-    auto [values, row_offsets, block_maxima] = step_blocks->rows(first * rows, count * rows);
-    scored = values.size(1);
-    s.processors.apply(values,
-                       row_facts(s.active, static_cast<size_t>(first), static_cast<size_t>(count), rows, columns));
-    const auto block_scores = beam_scores.narrow(0, first * rows, count * rows);
-    const auto offsets = row_offsets.defined() ? block_scores + row_offsets.to(block_scores.device()) : block_scores;
-    auto [top_scores, top_ids] = beam_top_k(values, offsets, rows, std::min<int64_t>(2 * beam, rows * scored),
-                                            s.processors.only_lower() ? block_maxima : torch::Tensor());
-    if (count == sentences) {
-      scores_cpu = std::move(top_scores);
-      ids_cpu = std::move(top_ids);
-      break;
-    }
-    if (!scores_cpu.defined()) {
-      scores_cpu = torch::empty({sentences, top_scores.size(1)}, top_scores.options());
-      ids_cpu = torch::empty({sentences, top_ids.size(1)}, top_ids.options());
-    }
-    scores_cpu.narrow(0, first, count).copy_(top_scores);
-    ids_cpu.narrow(0, first, count).copy_(top_ids);
-  }
-  step_blocks.reset();  // before the state changes below
+  int64_t scored = 0;                                                     // V'
+  const auto [scores_cpu, ids_cpu] = s.best_candidates(columns, scored);  // [A, 2K]
   const int64_t width = scores_cpu.size(1);
 
   std::vector<SentenceSearch> still_active;
