@@ -72,6 +72,24 @@ TFM_VNNI_TARGET float quantize_row(const float* x, int64_t dim, uint8_t* out) {
 /// How many tiles ahead the candidates' rows are prefetched (as in the float kernel).
 constexpr int64_t kPrefetchTiles = 2;
 
+/// The candidates of the tile from column `block` on: their int8 rows in `columns` (padding reads
+/// row 0, and its products are dropped), the rows of the tile kPrefetchTiles ahead asked for.
+/// Returns how many of the Columns are candidates.
+template <int Columns>
+TFM_ALWAYS_INLINE int64_t tile_columns(const Int8ListedViews& a, const int8_t* values, const int64_t* ids,
+                                       int64_t block, const int8_t* (&columns)[Columns]) {
+  const int64_t ahead = block + kPrefetchTiles * Columns;
+  for (int64_t c = ahead; c < std::min<int64_t>(ahead + Columns, a.width) && ids[c] >= 0; ++c) {
+    prefetch_bytes(values + ids[c] * a.dim, a.dim);
+  }
+  const int64_t count = std::min<int64_t>(Columns, a.width - block);
+  for (int64_t c = 0; c < Columns; ++c) {
+    const int64_t id = c < count ? ids[block + c] : -1;
+    columns[c] = values + std::max<int64_t>(id, 0) * a.dim;
+  }
+  return count;
+}
+
 /// Rows [row, row + Rows) of one list against all of its candidates, tiles of Rows x 16 / Rows
 /// products whose 16 int32 accumulators one sums_of_lanes reduces.
 /// quantized [rows, D] and scales [rows]: the rows from `first` on, as quantize_row made them.
@@ -86,16 +104,8 @@ TFM_VNNI_TARGET void score_tiles(const Int8ListedViews& a, const uint8_t* quanti
   const float* scales = a.rows->scales.data_ptr<float>();
   const int32_t* sums = a.rows->sums.data_ptr<int32_t>();
   for (int64_t block = 0; block < a.width; block += kColumns) {
-    const int64_t ahead = block + kPrefetchTiles * kColumns;
-    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, a.width) && ids[c] >= 0; ++c) {
-      prefetch_bytes(values + ids[c] * a.dim, a.dim);
-    }
-    const int64_t count = std::min<int64_t>(kColumns, a.width - block);
     const int8_t* columns[kColumns];
-    for (int64_t c = 0; c < kColumns; ++c) {
-      const int64_t id = c < count ? ids[block + c] : -1;
-      columns[c] = values + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
-    }
+    const int64_t count = tile_columns(a, values, ids, block, columns);
     __m512i products[kVectorLanes];
     for (auto& p : products) p = _mm512_setzero_si512();
     for (int64_t d = 0; d < a.dim; d += kStep) {
@@ -198,16 +208,8 @@ TFM_AVX2_TARGET void score_tiles_avx2(const Int8ListedViews& a, const int8_t* qu
   const float* scales = a.rows->scales.data_ptr<float>();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t block = 0; block < a.width; block += kColumns) {
-    const int64_t ahead = block + kPrefetchTiles * kColumns;
-    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, a.width) && ids[c] >= 0; ++c) {
-      prefetch_bytes(values + ids[c] * a.dim, a.dim);
-    }
-    const int64_t count = std::min<int64_t>(kColumns, a.width - block);
     const int8_t* columns[kColumns];
-    for (int64_t c = 0; c < kColumns; ++c) {
-      const int64_t id = c < count ? ids[block + c] : -1;
-      columns[c] = values + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
-    }
+    const int64_t count = tile_columns(a, values, ids, block, columns);
     __m256i products[kAvx2Tile];
     for (auto& p : products) p = _mm256_setzero_si256();
     for (int64_t d = 0; d < a.dim; d += kAvx2Step) {
