@@ -78,10 +78,11 @@ TEST(ShortlistInt8, ListedLogitsAreTheQuantizedRowsProducts) {
   }
 }
 
-TEST(ShortlistInt8, EveryKernelGivesTheReferencesProductsAndTheSameBits) {
-  const int64_t vocab = 300, dim = 96;  // 96: AVX2's steps of 32 bytes, not VNNI's 64
+/// Every kernel int8_listed_kernels(dim) lists, on lists with padding and a list split between two
+/// calls (threads), against the float64 reference and the first (fastest) kernel's bits.
+void expect_every_kernel_agrees(int64_t dim) {
+  const int64_t vocab = 300;
   const auto kernels = int8_listed_kernels(dim);
-  if (kernels.empty()) GTEST_SKIP() << "this CPU has no AVX2: the float32 kernel serves int8 models";
   torch::manual_seed(3);
   const auto rows = int8_rows(torch::randn({vocab, dim}));
   // Two lists, one with padding; 6 rows per list: tiles of 4 and 2 rows.
@@ -102,15 +103,23 @@ TEST(ShortlistInt8, EveryKernelGivesTheReferencesProductsAndTheSameBits) {
                                 lists.size(1),
                                 dim,
                                 rows_per_list};
-    int8_listed_rows(views, 0, 5, kernel);  // two calls: a list split between threads
+    int8_listed_rows(views, 0, 5, kernel);
     int8_listed_rows(views, 5, hidden.size(0), kernel);
-    const std::string what = kernel == Int8Products::kVnni ? "VNNI" : "AVX2";
+    const std::string what =
+        std::string(kernel == Int8Products::kVnni ? "VNNI" : "AVX2") + ", D " + std::to_string(dim);
     EXPECT_TRUE(torch::equal(listed.isinf(), padding)) << what;
     const auto error = (listed.to(torch::kDouble) - want).masked_fill(padding, 0).abs() / (1 + want.abs());
     EXPECT_LT(error.masked_fill(padding, 0).max().item<double>(), 1e-5) << what;
     if (!first.defined()) first = listed;
     EXPECT_TRUE(torch::equal(listed, first)) << what << " against the fastest kernel";
   }
+}
+
+// D 96: AVX2's steps of 32 bytes alone; D 128: VNNI's too, where the CPU has both.
+TEST(ShortlistInt8, EveryKernelGivesTheReferencesProductsAndTheSameBits) {
+  if (int8_listed_kernels(96).empty()) GTEST_SKIP() << "this CPU has no AVX2: the float32 kernel serves int8 models";
+  expect_every_kernel_agrees(96);
+  expect_every_kernel_agrees(128);
 }
 
 }  // namespace
