@@ -31,9 +31,9 @@ struct SentenceSearch {
   std::vector<Hypothesis> finished;  // best first, at most K
 };
 
-/// Per-row facts for the step rules: rows a*R..a*R+R-1 are sentence a's beams (R = `rows`: K, or
-/// 1 at a batch's first step).
-/// Sentences [first, first + count) of `active`, whose rows are a block of their own.
+/// Per-row facts for the step rules, for sentences [first, first + count) of `active`: a block of
+/// rows of its own, rows a*R..a*R+R-1 sentence first+a's beams (R = `rows`: K, or 1 at a batch's
+/// first step).
 RowFacts row_facts(const std::vector<SentenceSearch>& active, size_t first, size_t count, int64_t rows,
                    const TokenColumns& columns) {
   RowFacts facts;
