@@ -34,7 +34,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias,
                                      int64_t step, int64_t rows_per_memory, const std::vector<int64_t>* row_starts,
-                                     const CacheSlots* slots) {
+                                     const CacheSlots* slots, const CacheSlots* memory_slots) {
   auto self_attend = [&](const torch::Tensor& in) {
     auto [q, k, v] = self_attention->project_qkv(in);      // each [N, H, 1, Dh]
     const auto [keys, values] = cache.append(k, v, step);  // each [W, H, step+1, Dh]
@@ -45,13 +45,15 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache, 
   auto h = residual(x, self_attention_norm, config_, is_training(), self_attend);
   h = residual(h, cross_attention_norm, config_, is_training(), [&](const torch::Tensor& in) {
     const auto q = cross_attention->project_q(in);  // [N, H, 1, Dh]
-    if (rows_per_memory == 1) return cross_attention->attend_cached(q, cache.memory_k, cache.memory_v, memory_bias);
+    if (rows_per_memory == 1) {
+      return cross_attention->attend_cached(q, cache.memory_k, cache.memory_v, memory_bias, 0, nullptr, memory_slots);
+    }
     // The K rows that share an encoder output become K query positions over that one copy:
     // [N, H, 1, Dh] -> [M, H, K, Dh], so memory keys and values are never repeated K times.
     const int64_t rows = q.size(0);
     const auto grouped = q.reshape({rows / rows_per_memory, rows_per_memory, q.size(1), q.size(3)}).transpose(1, 2);
     return cross_attention
-        ->attend_cached(grouped, cache.memory_k, cache.memory_v, memory_bias)  // [M, K, D]
+        ->attend_cached(grouped, cache.memory_k, cache.memory_v, memory_bias, 0, nullptr, memory_slots)  // [M, K, D]
         .reshape({rows, 1, -1});
   });
   return residual(h, feed_forward_norm, config_, is_training(),
@@ -106,9 +108,10 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
   const auto* row_starts = state.row_starts.empty() ? nullptr : &state.row_starts;
   state.cache_slots.write(x.size(0), state.step);
   const auto* slots = state.cache_slots.identity() ? nullptr : &state.cache_slots;
+  const auto* memory_slots = state.memory_slots.identity() ? nullptr : &state.memory_slots;
   for (size_t i = 0; i < layers->size(); ++i) {
     h = layers->ptr<DecoderLayerImpl>(i)->step(h, state.layers[i], state.memory_bias, state.step, state.rows_per_memory,
-                                               row_starts, slots);
+                                               row_starts, slots, memory_slots);
   }
   ++state.step;
   return final_norm ? layer_norm_rows(final_norm, h) : h;

@@ -26,13 +26,15 @@ class DecoderLayerImpl : public torch::nn::Module {
                         torch::Tensor* cross_weights = nullptr);
   /// One incremental step. x: [N, 1, D] at position `step`; appends this position's keys and
   /// values to `cache` -> [N, 1, D]. Row r reads encoder output r / rows_per_memory
-  /// (cache.memory_k/v: [N / rows_per_memory, H, S, Dh], memory_bias: [N / rows_per_memory, 1, 1, S],
-  /// additive: DecoderState::memory_bias). row_starts: null, or N cache positions where each row's
-  /// sentence began (DecoderState::row_starts): its self-attention reads no earlier position.
+  /// (memory_bias: [N / rows_per_memory, 1, 1, S], additive: DecoderState::memory_bias;
+  /// cache.memory_k/v: its rows, or the stored rows memory_slots says). row_starts: null, or N
+  /// cache positions where each row's sentence began (DecoderState::row_starts): its
+  /// self-attention reads no earlier position.
   /// slots: null, or the cache rows each row reads by position (DecoderState::cache_slots).
+  /// memory_slots: null, or the stored memory row each memory row reads (DecoderState::memory_slots).
   torch::Tensor step(const torch::Tensor& x, LayerCache& cache, const torch::Tensor& memory_bias, int64_t step,
                      int64_t rows_per_memory = 1, const std::vector<int64_t>* row_starts = nullptr,
-                     const CacheSlots* slots = nullptr);
+                     const CacheSlots* slots = nullptr, const CacheSlots* memory_slots = nullptr);
 
   MultiHeadAttention self_attention{nullptr};
   MultiHeadAttention cross_attention{nullptr};

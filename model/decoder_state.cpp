@@ -135,6 +135,45 @@ void reorder_self_caches(std::vector<LayerCache>& layers, CacheSlots& slots, con
   slots.reset();
 }
 
+/// Every layer's stored memory rows that `slots` lists, gathered into tensors of their own
+/// [M, H, S, Dh] (row m from stored row slots.slot(m, 0)); the table is then reset.
+void gather_memory_rows(std::vector<LayerCache>& layers, CacheSlots& slots) {
+  if (slots.identity()) return;
+  std::vector<int64_t> stored(static_cast<size_t>(slots.rows()));
+  for (int64_t m = 0; m < slots.rows(); ++m) stored[m] = slots.slot(m, 0);
+  const auto index = torch::tensor(stored, torch::kLong);
+  for (auto& layer : layers) {
+    layer.memory_k = layer.memory_k.index_select(0, index);
+    layer.memory_v = layer.memory_v.index_select(0, index);
+  }
+  slots.reset();
+}
+
+/// Memory rows `memory_rows` ([M'] indices into the current memory rows) of every layer. On the
+/// CPU the keys and values stay where they are and `slots` records the stored row each new row
+/// reads, while more than half the stored rows are still read; then (or a reorder to more rows than
+/// are stored) they are gathered. Elsewhere they are copied. A finished sentence leaving the batch
+/// at nearly every step of a large batch had copied every layer's memory keys and values each time.
+void select_memory_rows(std::vector<LayerCache>& layers, CacheSlots& slots, const torch::Tensor& memory_rows) {
+  if (layers.empty() || !layers.front().memory_k.defined()) return;
+  const auto& stored = layers.front().memory_k;  // [stored, H, S, Dh], every layer alike
+  if (!stored.is_cpu()) {
+    for (auto& layer : layers) {
+      layer.memory_k = layer.memory_k.index_select(0, memory_rows);
+      layer.memory_v = layer.memory_v.index_select(0, memory_rows);
+    }
+    return;
+  }
+  const auto rows = memory_rows.to(torch::kCPU).contiguous();
+  const int64_t count = rows.numel(), current = slots.identity() ? stored.size(0) : slots.rows();
+  const int64_t* ids = rows.data_ptr<int64_t>();
+  TORCH_CHECK(std::all_of(ids, ids + count, [&](int64_t id) { return id >= 0 && id < current; }),
+              "reorder: a memory row outside 0..", current - 1);
+  slots.reorder(ids, count, stored.size(2));
+  if (2 * count > stored.size(0) && count <= stored.size(0)) return;
+  gather_memory_rows(layers, slots);
+}
+
 /// [M, H, S, Dh] (or a bias [M, 1, 1, S]) padded with `fill` to `length` positions along dim 2 or 3.
 torch::Tensor pad_positions(const torch::Tensor& x, int64_t dim, int64_t length, double fill) {
   const int64_t have = x.size(dim);
@@ -192,14 +231,8 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
     TORCH_CHECK(blocks.eq(memory_rows.unsqueeze(1)).all().item<bool>(), "reorder: a block of ", group,
                 " rows reads more than one encoder output");
   }
-  auto select = [&](torch::Tensor& tensor) {
-    if (tensor.defined()) tensor = tensor.index_select(0, memory_rows);
-  };
-  for (auto& layer : layers) {
-    select(layer.memory_k);
-    select(layer.memory_v);
-  }
-  select(memory_bias);
+  select_memory_rows(layers, memory_slots, memory_rows);
+  memory_bias = memory_bias.index_select(0, memory_rows);
   if (output_columns.defined()) output_columns.select(memory_rows);
 }
 
@@ -218,6 +251,8 @@ void DecoderState::append(DecoderState other) {
   TORCH_CHECK(other.layers.size() == layers.size(), "append: states of different models");
   TORCH_CHECK(output_columns.defined() == other.output_columns.defined(),
               "append: a state with a shortlist and one without cannot join");
+  gather_memory_rows(layers, memory_slots);  // padded and joined below, as tensors of their own
+  gather_memory_rows(other.layers, other.memory_slots);
   const int64_t old_rows = rows(), added = other.rows();
   // The first position any row still reads: positions before it are dropped from the caches.
   const int64_t first = row_starts.empty() ? 0 : *std::min_element(row_starts.begin(), row_starts.end());

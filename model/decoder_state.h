@@ -18,7 +18,8 @@ struct LayerCache {
   // keys: DecoderState::cache_slots says which row holds a hypothesis's position; so a copy of a
   // state shares its caches. Elsewhere a reorder copies the filled positions into new buffers.
   torch::Tensor self_k, self_v;
-  torch::Tensor memory_k, memory_v;  // [N, H, S, Dh]: encoder output projected once
+  // [stored, H, S, Dh]: encoder output projected once; the rows DecoderState::memory_slots says
+  torch::Tensor memory_k, memory_v;
   // The dtype the self-attention keys and values are stored in; unset: the one they are computed in.
   std::optional<torch::Dtype> stored_dtype;
 
@@ -35,6 +36,10 @@ struct DecoderState {
   // Which cache row holds each row's key and value at each position (every layer alike); identity
   // until a reorder on the CPU.
   CacheSlots cache_slots;
+  // Which stored encoder output (row of every layer's memory_k and memory_v) each memory row reads,
+  // alike at every position; identity until a sentence leaves the batch on the CPU. Its rows are
+  // memory_bias's.
+  CacheSlots memory_slots;
   // [M, 1, 1, S] in the model's dtype: 0 for real source tokens, -inf for padding, added to the
   // cross-attention scores (model/attention.h: attention_weights)
   torch::Tensor memory_bias;
@@ -60,7 +65,9 @@ struct DecoderState {
   /// hypotheses among one sentence's beams), so the memory keys, values and mask, identical across
   /// those rows, need no copy: at each step that saves copying [N, H, S, Dh] per layer twice.
   /// With rows_per_memory K > 1, `rows` must come in blocks of K rows that read one memory (beam
-  /// search keeps each sentence's K hypotheses together); this is checked.
+  /// search keeps each sentence's K hypotheses together); this is checked. On the CPU a sentence
+  /// leaving copies no memory keys or values either: memory_slots records which stored rows are
+  /// still read, and they are gathered into tensors of their own once no more than half are.
   void reorder(const torch::Tensor& rows, bool same_memory = false);
 
   /// Continuous batching: the rows of `other` (started for other sentences by

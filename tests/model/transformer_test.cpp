@@ -183,6 +183,38 @@ TEST(Transformer, ReorderedStateEqualsReorderedBatch) {
   EXPECT_TENSOR_NEAR(reordered, model->step(next, fresh), 1e-6);
 }
 
+TEST(Transformer, SentencesLeavingMoveNoMemoryRowUntilHalfAreGone) {
+  // Finished sentences leave the batch: the others' encoder outputs stay where they are (a table
+  // says which stored row each reads) until no more than half are read, and then are gathered.
+  // Either way the rows decode as a batch of only the remaining sentences does.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(4, 6, 23, 9);
+  // With autograd on, steps take LibTorch's matmul attention (gathering by the table); outside it,
+  // step_attention reads the stored rows through it.
+  for (const bool grad : {true, false}) {
+    SCOPED_TRACE(grad ? "in autograd" : "outside autograd");
+    torch::AutoGradMode mode(grad);
+    auto state = model->start_decoding(model->encode(source));
+    const void* stored = state.layers.back().memory_v.data_ptr();
+    model->step(torch::full({4}, kBosId, torch::kLong), state);
+    auto expect_rows_of = [&](const std::vector<int64_t>& sentences, const torch::Tensor& history) {
+      auto fresh = model->start_decoding(model->encode(source.index_select(0, torch::tensor(sentences))));
+      const auto count = static_cast<int64_t>(sentences.size());
+      model->step(torch::full({count}, kBosId, torch::kLong), fresh);
+      for (int64_t t = 0; t + 1 < history.size(0); ++t) model->step(history[t], fresh);
+      EXPECT_TENSOR_NEAR(model->step(history[-1], state), model->step(history[-1], fresh), 1e-5);
+    };
+    state.reorder(torch::tensor({3, 0, 2}, torch::kLong));  // sentence 1 finished; the rest reordered
+    EXPECT_EQ(state.layers.back().memory_v.data_ptr(), stored);
+    EXPECT_FALSE(state.memory_slots.identity());
+    expect_rows_of({3, 0, 2}, torch::tensor({{5, 6, 7}}, torch::kLong));
+    state.reorder(torch::tensor({0, 2}, torch::kLong));  // sentence 0 finished: 2 of 4 stored rows read
+    EXPECT_EQ(state.layers.back().memory_v.size(0), 2);
+    EXPECT_TRUE(state.memory_slots.identity());
+    expect_rows_of({3, 2}, torch::tensor({{5, 7}, {8, 9}}, torch::kLong));
+  }
+}
+
 /// Decoding states of three random sentences with `beam` rows each: `shared` repeats its rows
 /// (the beams read one encoder output), `copied` reorders into one row per encoder output.
 std::pair<DecoderState, DecoderState> shared_and_copied_states(Transformer& model, int64_t beam) {
@@ -218,7 +250,8 @@ TEST(Transformer, SharedMemoryRowsEqualRepeatedMemoryRows) {
   const auto drop_middle = torch::tensor({1, 0, 4, 4}, torch::kLong);  // sentence 1 finished
   shared.reorder(drop_middle);
   copied.reorder(drop_middle);
-  ASSERT_EQ(shared.layers.front().memory_k.size(0), 2);
+  ASSERT_EQ(shared.memory_bias.size(0), 2);
+  EXPECT_EQ(shared.layers.front().memory_k.size(0), 3);  // kept in place: DecoderState::memory_slots
   EXPECT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
   const auto last = torch::tensor({11, 12, 13, 14}, torch::kLong);
   EXPECT_TENSOR_NEAR(model->step(last, shared), model->step(last, copied), 1e-5);
