@@ -104,7 +104,38 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
   packed_ = std::move(packed);
 }
 
-torch::Tensor Int8Weight::linear(const torch::Tensor& x) const {
+namespace {
+
+/// A panel's output columns as FBGEMM's output step reads them: W's per-row scales, zero points
+/// and sums, the bias (or nullptr), and how many.
+struct PanelColumns {
+  const float* scales;
+  const int32_t* zero_points;
+  const int32_t* column_sums;
+  const float* bias;
+  int32_t count;
+};
+
+/// One row's int32 products `in` [count] dequantized into `out` with FBGEMM's own output step and
+/// the row's quantization, and with `Relu` clamped at 0.
+template <bool Relu>
+void dequantize_row(float* out, int32_t* in, const fbgemm::TensorQuantizationParams& row, const PanelColumns& columns,
+                    int out_stride, bool avx2) {
+  fbgemm::DoNothing<float, float> nothing;
+  const fbgemm::ReQuantizeForFloat<Relu, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
+      nothing, row.scale, columns.scales, row.zero_point, columns.zero_points, /*row_offsets=*/nullptr,
+      columns.column_sums, columns.bias, static_cast<uint32_t>(columns.count));
+  const fbgemm::block_type_t one_row{0, 1, 0, columns.count};
+  if (avx2) {
+    dequantize.template f<fbgemm::inst_set_t::avx2>(out, in, one_row, out_stride, columns.count);
+  } else {
+    dequantize.template f<fbgemm::inst_set_t::anyarch>(out, in, one_row, out_stride, columns.count);
+  }
+}
+
+}  // namespace
+
+torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {
   TORCH_CHECK(defined(), "Int8Weight::linear: no weight");
   const Packed& w = *packed_;
   const auto input = x.contiguous();
@@ -148,21 +179,13 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x) const {
         }
       });
       at::parallel_for(0, count, std::max<int64_t>(1, 8192 / panel.count), [&](int64_t begin, int64_t end) {
-        fbgemm::DoNothing<float, float> nothing;
+        const PanelColumns columns{w.scales.data() + panel.first, w.zero_points.data() + panel.first,
+                                   w.column_sums.data() + panel.first, bias != nullptr ? bias + panel.first : nullptr,
+                                   panel.count};
+        const auto dequantize = relu ? dequantize_row<true> : dequantize_row<false>;
         for (int64_t r = begin; r < end; ++r) {
-          const auto& row = params[static_cast<size_t>(first + r)];
-          const fbgemm::ReQuantizeForFloat<false, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
-              nothing, row.scale, w.scales.data() + panel.first, row.zero_point, w.zero_points.data() + panel.first,
-              /*row_offsets=*/nullptr, w.column_sums.data() + panel.first,
-              bias != nullptr ? bias + panel.first : nullptr, static_cast<uint32_t>(panel.count));
-          const fbgemm::block_type_t one_row{0, 1, 0, panel.count};
-          float* out = result + (first + r) * n + panel.first;
-          int32_t* in = products + r * panel.count;
-          if (avx2) {
-            dequantize.f<fbgemm::inst_set_t::avx2>(out, in, one_row, static_cast<int>(n), panel.count);
-          } else {
-            dequantize.f<fbgemm::inst_set_t::anyarch>(out, in, one_row, static_cast<int>(n), panel.count);
-          }
+          dequantize(result + (first + r) * n + panel.first, products + r * panel.count,
+                     params[static_cast<size_t>(first + r)], columns, static_cast<int>(n), avx2);
         }
       });
     }

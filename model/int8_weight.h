@@ -18,8 +18,9 @@ class Int8Weight {
   Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias);
 
   bool defined() const { return packed_ != nullptr; }
-  /// x: [..., in] float32 -> x W^T + b, [..., out] float32
-  torch::Tensor linear(const torch::Tensor& x) const;
+  /// x: [..., in] float32 -> x W^T + b, [..., out] float32; with `relu`, max(0, x W^T + b), taken
+  /// as each row is dequantized (FBGEMM's fused ReLU) rather than in a pass of its own.
+  torch::Tensor linear(const torch::Tensor& x, bool relu = false) const;
 
  private:
   struct Packed;

@@ -31,6 +31,7 @@ torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
 
 torch::Tensor PreparedWeight::linear_relu(const torch::Tensor& x) const {
   if (form_ == Form::kOneDnn) return packed_.linear(x, bias_, /*relu=*/true);
+  if (form_ == Form::kInt8) return int8_.linear(x, /*relu=*/true);
   return linear(x).relu_();  // a fresh product: inference only, so nothing else reads it
 }
 

@@ -21,7 +21,8 @@ class PreparedWeight {
   Form form() const { return form_; }
   /// x: [..., in] -> x W^T + b, [..., out] (float32 for kInt8, else x's dtype)
   torch::Tensor linear(const torch::Tensor& x) const;
-  /// max(0, linear(x)): fused into oneDNN's product for kOneDnn, in place on the product otherwise.
+  /// max(0, linear(x)): fused into oneDNN's product for kOneDnn and into the dequantization for
+  /// kInt8, in place on the product otherwise.
   torch::Tensor linear_relu(const torch::Tensor& x) const;
 
  private:

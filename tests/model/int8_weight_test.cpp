@@ -53,6 +53,9 @@ TEST(Int8Weight, GivesEachRowTheBitsOfLibTorchsDynamicProductOfThatRowAlone) {
         const auto got = int8.linear(x);
         ASSERT_EQ(got.sizes(), expected.sizes());
         EXPECT_TRUE(torch::equal(got, expected)) << out << " outputs, " << rows << " rows, " << threads << " threads";
+        // The ReLU taken as rows are dequantized: the bits of a ReLU after the product.
+        EXPECT_TRUE(torch::equal(int8.linear(x, /*relu=*/true), expected.relu()))
+            << out << " outputs, " << rows << " rows, " << threads << " threads, with ReLU";
       }
     }
   }
