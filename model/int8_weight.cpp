@@ -46,6 +46,33 @@ fbgemm::TensorQuantizationParams quantize_row(const float* row, int64_t k, uint8
   return params;
 }
 
+/// A panel's output columns as FBGEMM's output step reads them: W's per-row scales, zero points
+/// and sums, the bias (or nullptr), and how many.
+struct PanelColumns {
+  const float* scales;
+  const int32_t* zero_points;
+  const int32_t* column_sums;
+  const float* bias;
+  int32_t count;
+};
+
+/// One row's int32 products `in` [count] dequantized into `out` with FBGEMM's own output step and
+/// the row's quantization, and with `Relu` clamped at 0.
+template <bool Relu>
+void dequantize_row(float* out, int32_t* in, const fbgemm::TensorQuantizationParams& row, const PanelColumns& columns,
+                    int out_stride, bool avx2) {
+  fbgemm::DoNothing<float, float> nothing;
+  const fbgemm::ReQuantizeForFloat<Relu, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
+      nothing, row.scale, columns.scales, row.zero_point, columns.zero_points, /*row_offsets=*/nullptr,
+      columns.column_sums, columns.bias, static_cast<uint32_t>(columns.count));
+  const fbgemm::block_type_t one_row{0, 1, 0, columns.count};
+  if (avx2) {
+    dequantize.template f<fbgemm::inst_set_t::avx2>(out, in, one_row, out_stride, columns.count);
+  } else {
+    dequantize.template f<fbgemm::inst_set_t::anyarch>(out, in, one_row, out_stride, columns.count);
+  }
+}
+
 }  // namespace
 
 struct Int8Weight::Packed {
@@ -103,37 +130,6 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
   if (bias.defined()) packed->bias = bias.detach().to(torch::kFloat32).contiguous();
   packed_ = std::move(packed);
 }
-
-namespace {
-
-/// A panel's output columns as FBGEMM's output step reads them: W's per-row scales, zero points
-/// and sums, the bias (or nullptr), and how many.
-struct PanelColumns {
-  const float* scales;
-  const int32_t* zero_points;
-  const int32_t* column_sums;
-  const float* bias;
-  int32_t count;
-};
-
-/// One row's int32 products `in` [count] dequantized into `out` with FBGEMM's own output step and
-/// the row's quantization, and with `Relu` clamped at 0.
-template <bool Relu>
-void dequantize_row(float* out, int32_t* in, const fbgemm::TensorQuantizationParams& row, const PanelColumns& columns,
-                    int out_stride, bool avx2) {
-  fbgemm::DoNothing<float, float> nothing;
-  const fbgemm::ReQuantizeForFloat<Relu, fbgemm::QuantizationGranularity::OUT_CHANNEL> dequantize(
-      nothing, row.scale, columns.scales, row.zero_point, columns.zero_points, /*row_offsets=*/nullptr,
-      columns.column_sums, columns.bias, static_cast<uint32_t>(columns.count));
-  const fbgemm::block_type_t one_row{0, 1, 0, columns.count};
-  if (avx2) {
-    dequantize.template f<fbgemm::inst_set_t::avx2>(out, in, one_row, out_stride, columns.count);
-  } else {
-    dequantize.template f<fbgemm::inst_set_t::anyarch>(out, in, one_row, out_stride, columns.count);
-  }
-}
-
-}  // namespace
 
 torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {
   TORCH_CHECK(defined(), "Int8Weight::linear: no weight");
