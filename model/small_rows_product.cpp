@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/float_block_avx2.h"
 #include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
 #include "runtime/capabilities.h"
@@ -227,6 +228,9 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
   // batch 1, sharing from ~1M on left most products on one thread).
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, rows * summed * pair_ * kBlock));
+  // On AVX2 alone, float32 full blocks of a few rows take a kernel that reads them ahead
+  // (model/float_block_avx2.h).
+  const bool avx2_floats = rows <= kFloatBlockMaxRows && float_block_avx2_kernels();
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
@@ -235,6 +239,10 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
       // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
       if (skip != nullptr && width == kBlock) {
         multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
+      } else if (std::is_same_v<T, float> && width == kBlock && avx2_floats) {
+        const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
+        multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
+                             reinterpret_cast<const float*>(input), rows, in_, acc);
       } else {
         run_kernel(kernel(rows, width), weight_block, input, acc);
       }
