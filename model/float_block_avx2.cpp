@@ -18,24 +18,32 @@ constexpr int64_t kLine = 64;   // bytes
 
 #ifdef TFM_EXTENSION_KERNELS
 
-/// acc [Rows, 64] = x [Rows, in] times the block, in strips of 8 * Vectors outputs (Rows * Vectors
-/// sums in registers). While it does, the next block's in * 4 lines are asked for, spread evenly
-/// over the strips' input steps.
-template <int Rows, int Vectors>
-TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const float* x, int64_t in, float* acc) {
+/// acc [Rows, 64] = x [Rows, in] times the block over the `count` inputs listed in `live` (Listed)
+/// or inputs [0, count), in strips of 8 * Vectors outputs (Rows * Vectors sums in registers). Over
+/// the strips' input steps the next block's slices of the same inputs are asked for line by line,
+/// in order: the order of memory (strided requests, a line of each slice per strip, ran slower).
+template <int Rows, int Vectors, bool Listed>
+TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const float* x, int64_t in,
+                                     const int32_t* live, int64_t count, float* acc) {
   constexpr int64_t kStrip = 8 * Vectors;
-  constexpr int64_t kLinesPerStep = kBlock * sizeof(float) / kLine / (kBlock / kStrip);
+  constexpr int64_t kSlice = kBlock * static_cast<int64_t>(sizeof(float));  // bytes of one input's slice
+  constexpr int64_t kLinesPerSlice = kSlice / kLine;
+  constexpr int64_t kLinesPerStep = kLinesPerSlice / (kBlock / kStrip);
   for (int64_t strip = 0; strip < kBlock; strip += kStrip) {
     __m256 sums[Rows * Vectors];
 #pragma GCC unroll 8
     for (int i = 0; i < Rows * Vectors; ++i) sums[i] = _mm256_setzero_ps();
     const float* column = block + strip;
-    const char* ahead = next != nullptr ? next + (strip / kStrip) * in * kLinesPerStep * kLine : nullptr;
-    for (int64_t k = 0; k < in; ++k) {
-      if (ahead != nullptr) {
+    const int64_t first_line = strip / kStrip * count * kLinesPerStep;  // of the next block's count * 4
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t k = Listed ? live[i] : i;
+      if (next != nullptr) {
 #pragma GCC unroll 4
-        for (int64_t line = 0; line < kLinesPerStep; ++line) {
-          _mm_prefetch(ahead + (k * kLinesPerStep + line) * kLine, _MM_HINT_T1);
+        for (int64_t step_line = 0; step_line < kLinesPerStep; ++step_line) {
+          const int64_t line = first_line + i * kLinesPerStep + step_line;
+          _mm_prefetch(Listed ? next + live[line / kLinesPerSlice] * kSlice + line % kLinesPerSlice * kLine
+                              : next + line * kLine,
+                       _MM_HINT_T1);
         }
       }
       __m256 weights[Vectors];
@@ -45,8 +53,9 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const
       for (int r = 0; r < Rows; ++r) {
         const __m256 input = _mm256_broadcast_ss(x + r * in + k);
 #pragma GCC unroll 8
-        for (int v = 0; v < Vectors; ++v)
+        for (int v = 0; v < Vectors; ++v) {
           sums[r * Vectors + v] = _mm256_fmadd_ps(input, weights[v], sums[r * Vectors + v]);
+        }
       }
     }
 #pragma GCC unroll 4
@@ -54,6 +63,19 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const
 #pragma GCC unroll 8
       for (int v = 0; v < Vectors; ++v) _mm256_storeu_ps(acc + r * kBlock + strip + 8 * v, sums[r * Vectors + v]);
     }
+  }
+}
+
+/// multiply_strips for `rows` rows: 8 sums a row in registers, so a row alone takes the whole
+/// block in one strip.
+template <bool Listed>
+void multiply_rows(const float* block, const char* next, const float* x, int64_t rows, int64_t in, const int32_t* live,
+                   int64_t count, float* acc) {
+  switch (rows) {
+    case 1: multiply_strips<1, 8, Listed>(block, next, x, in, live, count, acc); break;
+    case 2: multiply_strips<2, 4, Listed>(block, next, x, in, live, count, acc); break;
+    case 3: multiply_strips<3, 2, Listed>(block, next, x, in, live, count, acc); break;
+    default: multiply_strips<4, 2, Listed>(block, next, x, in, live, count, acc); break;
   }
 }
 
@@ -71,17 +93,17 @@ bool float_block_avx2_kernels() {
 #endif
 }
 
-void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in, float* acc) {
-  TORCH_CHECK(float_block_avx2_kernels() && rows >= 1 && rows <= kFloatBlockMaxRows && in >= 1,
-              "multiply_float_block: AVX2 without AVX-512, 1 to ", kFloatBlockMaxRows, " rows and an input are needed");
+void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in,
+                          const int32_t* live, int64_t count, float* acc) {
+  TORCH_CHECK(float_block_avx2_kernels() && rows >= 1 && rows <= kFloatBlockMaxRows && count >= 0 && count <= in,
+              "multiply_float_block: AVX2 without AVX-512, 1 to ", kFloatBlockMaxRows,
+              " rows and at most `in` inputs are needed");
 #ifdef TFM_EXTENSION_KERNELS
-  // 8 sums a row in registers: a row alone takes the whole block in one strip.
   const char* ahead = reinterpret_cast<const char*>(next);
-  switch (rows) {
-    case 1: multiply_strips<1, 8>(block, ahead, x, in, acc); break;
-    case 2: multiply_strips<2, 4>(block, ahead, x, in, acc); break;
-    case 3: multiply_strips<3, 2>(block, ahead, x, in, acc); break;
-    default: multiply_strips<4, 2>(block, ahead, x, in, acc); break;
+  if (live != nullptr) {
+    multiply_rows<true>(block, ahead, x, rows, in, live, count, acc);
+  } else {
+    multiply_rows<false>(block, ahead, x, rows, in, nullptr, in, acc);
   }
 #endif
 }

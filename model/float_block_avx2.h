@@ -24,9 +24,11 @@ constexpr int64_t kFloatBlockMaxRows = 4;
 bool float_block_avx2_kernels();
 
 /// acc [rows, 64] (rows 64 apart) = x [rows, in] (rows `in` apart) times `block`, one 64-output
-/// block of SmallRowsProduct's float32 layout ([in, 64]). `next`: the block read
-/// after this one, to ask the CPU for ahead, or nullptr. 1 <= rows <= kFloatBlockMaxRows. Needs
-/// float_block_avx2_kernels().
-void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in, float* acc);
+/// block of SmallRowsProduct's float32 layout ([in, 64]), summed over the `count` inputs listed
+/// ascending in `live` (the others zero in every row: model/live_inputs_product.h), or over all
+/// `in` where `live` is nullptr. `next`: the block read after this one, whose same inputs' slices
+/// are asked for ahead, or nullptr. 1 <= rows <= kFloatBlockMaxRows. Needs float_block_avx2_kernels().
+void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in,
+                          const int32_t* live, int64_t count, float* acc);
 
 }  // namespace tfm

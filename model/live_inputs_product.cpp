@@ -21,6 +21,17 @@ constexpr int64_t kBlock = 64;  // SmallRowsProduct's outputs per block
 /// that the CPU's own prefetchers stop at.
 constexpr int64_t kPrefetchAhead = 32;
 
+/// Words [first, count) of x (rows `stride` words apart) that are not zero under `magnitude` in
+/// some row, appended to live: a word at a time, on any CPU.
+void append_live_words_portably(const uint32_t* x, int64_t rows, int64_t stride, int64_t first, int64_t count,
+                                uint32_t magnitude, std::vector<int32_t>& live) {
+  for (int64_t k = first; k < count; ++k) {
+    uint32_t any = 0;
+    for (int64_t r = 0; r < rows; ++r) any |= x[r * stride + k];
+    if ((any & magnitude) != 0) live.push_back(static_cast<int32_t>(k));
+  }
+}
+
 #ifdef TFM_EXTENSION_KERNELS
 
 /// The indices of the 16 words at `words` (rows `stride` words apart) that are not zero, under
@@ -43,11 +54,28 @@ TFM_FLOAT_TARGET void find_live_words(const uint32_t* x, int64_t rows, int64_t s
   for (; first + 16 <= count; first += 16) {
     append_live_words(x + first, rows, stride, static_cast<int32_t>(first), magnitude, live);
   }
-  for (; first < count; ++first) {
-    uint32_t any = 0;
-    for (int64_t r = 0; r < rows; ++r) any |= x[r * stride + first];
-    if ((any & magnitude) != 0) live.push_back(static_cast<int32_t>(first));
+  append_live_words_portably(x, rows, stride, first, count, magnitude, live);
+}
+
+/// Words [0, count) of x (rows `count` words apart) not zero under `magnitude` in some row, 8 at a
+/// time: the AVX2 CPUs' finder (model/float_block_avx2.h).
+TFM_AVX2_TARGET void find_live_words_avx2(const uint32_t* x, int64_t rows, int64_t count, uint32_t magnitude,
+                                          std::vector<int32_t>& live) {
+  live.clear();
+  const __m256i bits = _mm256_set1_epi32(static_cast<int>(magnitude));
+  int64_t first = 0;
+  for (; first + 8 <= count; first += 8) {
+    __m256i any = _mm256_setzero_si256();
+    for (int64_t r = 0; r < rows; ++r) {
+      any = _mm256_or_si256(any, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * count + first)));
+    }
+    const __m256i zero = _mm256_cmpeq_epi32(_mm256_and_si256(any, bits), _mm256_setzero_si256());
+    for (auto mask = static_cast<unsigned>(~_mm256_movemask_ps(_mm256_castsi256_ps(zero))) & 0xffU; mask != 0;
+         mask &= mask - 1) {
+      live.push_back(static_cast<int32_t>(first + __builtin_ctz(mask)));
+    }
   }
+  append_live_words_portably(x, rows, count, first, count, magnitude, live);
 }
 
 /// Asks for the 256 bytes (a live input's slice of a block) at `slice`.
@@ -139,10 +167,18 @@ bool live_inputs_kernels(bool bfloat16) {
 }
 
 void find_live_inputs(const float* x, int64_t rows, int64_t in, std::vector<int32_t>& live) {
-  TORCH_CHECK(live_inputs_kernels(false), "find_live_inputs: this CPU or build has no AVX-512 kernels");
 #ifdef TFM_EXTENSION_KERNELS
-  find_live_words(reinterpret_cast<const uint32_t*>(x), rows, in, in, 0x7fffffffU, live);
+  if (live_inputs_kernels(false)) {
+    find_live_words(reinterpret_cast<const uint32_t*>(x), rows, in, in, 0x7fffffffU, live);
+    return;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    find_live_words_avx2(reinterpret_cast<const uint32_t*>(x), rows, in, 0x7fffffffU, live);
+    return;
+  }
 #endif
+  live.clear();
+  append_live_words_portably(reinterpret_cast<const uint32_t*>(x), rows, in, 0, in, 0x7fffffffU, live);
 }
 
 void find_live_inputs(const c10::BFloat16* x, int64_t rows, int64_t in, std::vector<int32_t>& live) {

@@ -25,7 +25,8 @@ bool live_inputs_kernels(bool bfloat16);
 
 /// The inputs of x [rows, in] (rows `in` apart) that are not zero in some row, ascending, into
 /// `live`: float32 columns k, or bfloat16 pairs of columns (2p, 2p + 1) as p, the unit a bfloat16
-/// dot product takes (in even). Needs live_inputs_kernels().
+/// dot product takes (in even). bfloat16 needs live_inputs_kernels(true); float32 runs on any CPU
+/// (a word at a time without AVX-512, for model/float_block_avx2.h).
 void find_live_inputs(const float* x, int64_t rows, int64_t in, std::vector<int32_t>& live);
 void find_live_inputs(const c10::BFloat16* x, int64_t rows, int64_t in, std::vector<int32_t>& live);
 

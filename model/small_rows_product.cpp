@@ -217,7 +217,10 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   const int64_t units = in_ / pair_;
   int64_t summed = units;
   const int32_t* skip = nullptr;
-  if (rows <= kLiveInputsMaxRows && live_inputs_kernels(pair_ == 2)) {
+  // On AVX2 alone, float32 full blocks of a few rows take a kernel that reads them ahead
+  // (model/float_block_avx2.h); it skips dead inputs too.
+  const bool avx2_floats = std::is_same_v<T, float> && rows <= kFloatBlockMaxRows && float_block_avx2_kernels();
+  if (rows <= kLiveInputsMaxRows && (live_inputs_kernels(pair_ == 2) || avx2_floats)) {
     find_live_inputs(input, rows, in_, live);
     if (static_cast<int64_t>(live.size()) * 4 <= units * 3) {
       skip = live.data();
@@ -228,21 +231,18 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
   // batch 1, sharing from ~1M on left most products on one thread).
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, rows * summed * pair_ * kBlock));
-  // On AVX2 alone, float32 full blocks of a few rows take a kernel that reads them ahead
-  // (model/float_block_avx2.h).
-  const bool avx2_floats = rows <= kFloatBlockMaxRows && float_block_avx2_kernels();
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
       const T* weight_block = weight + block * kBlock * padded_in_;
       // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
-      if (skip != nullptr && width == kBlock) {
-        multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
-      } else if (std::is_same_v<T, float> && width == kBlock && avx2_floats) {
+      if (avx2_floats && width == kBlock) {
         const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
         multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
-                             reinterpret_cast<const float*>(input), rows, in_, acc);
+                             reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
+      } else if (skip != nullptr && width == kBlock) {
+        multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
       } else {
         run_kernel(kernel(rows, width), weight_block, input, acc);
       }
