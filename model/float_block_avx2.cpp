@@ -15,6 +15,8 @@ namespace {
 
 constexpr int64_t kBlock = 64;  // SmallRowsProduct's outputs per block
 constexpr int64_t kLine = 64;   // bytes
+/// Inputs ahead whose slices a block nothing asked for asks for itself.
+constexpr int64_t kSelfAhead = 16;
 
 #ifdef TFM_EXTENSION_KERNELS
 
@@ -22,13 +24,23 @@ constexpr int64_t kLine = 64;   // bytes
 /// or inputs [0, count), in strips of 8 * Vectors outputs (Rows * Vectors sums in registers). Over
 /// the strips' input steps the next block's slices of the same inputs are asked for line by line,
 /// in order: the order of memory (strided requests, a line of each slice per strip, ran slower).
+/// A block nothing asked for (`first`) asks for its own slices kSelfAhead inputs ahead of its first
+/// strip.
 template <int Rows, int Vectors, bool Listed>
-TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const float* x, int64_t in,
+TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, bool first, const float* x, int64_t in,
                                      const int32_t* live, int64_t count, float* acc) {
   constexpr int64_t kStrip = 8 * Vectors;
   constexpr int64_t kSlice = kBlock * static_cast<int64_t>(sizeof(float));  // bytes of one input's slice
   constexpr int64_t kLinesPerSlice = kSlice / kLine;
   constexpr int64_t kLinesPerStep = kLinesPerSlice / (kBlock / kStrip);
+  const char* own = reinterpret_cast<const char*>(block);
+  if (first) {
+    for (int64_t i = 0; i < std::min(kSelfAhead, count); ++i) {
+      for (int64_t line = 0; line < kLinesPerSlice; ++line) {
+        _mm_prefetch(own + (Listed ? live[i] : i) * kSlice + line * kLine, _MM_HINT_T0);
+      }
+    }
+  }
   for (int64_t strip = 0; strip < kBlock; strip += kStrip) {
     __m256 sums[Rows * Vectors];
 #pragma GCC unroll 8
@@ -37,6 +49,12 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const
     const int64_t first_line = strip / kStrip * count * kLinesPerStep;  // of the next block's count * 4
     for (int64_t i = 0; i < count; ++i) {
       const int64_t k = Listed ? live[i] : i;
+      if (first && strip == 0 && i + kSelfAhead < count) {
+        const int64_t ahead = Listed ? live[i + kSelfAhead] : i + kSelfAhead;
+#pragma GCC unroll 4
+        for (int64_t line = 0; line < kLinesPerSlice; ++line)
+          _mm_prefetch(own + ahead * kSlice + line * kLine, _MM_HINT_T0);
+      }
       if (next != nullptr) {
 #pragma GCC unroll 4
         for (int64_t step_line = 0; step_line < kLinesPerStep; ++step_line) {
@@ -69,13 +87,13 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, const
 /// multiply_strips for `rows` rows: 8 sums a row in registers, so a row alone takes the whole
 /// block in one strip.
 template <bool Listed>
-void multiply_rows(const float* block, const char* next, const float* x, int64_t rows, int64_t in, const int32_t* live,
-                   int64_t count, float* acc) {
+void multiply_rows(const float* block, const char* next, bool first, const float* x, int64_t rows, int64_t in,
+                   const int32_t* live, int64_t count, float* acc) {
   switch (rows) {
-    case 1: multiply_strips<1, 8, Listed>(block, next, x, in, live, count, acc); break;
-    case 2: multiply_strips<2, 4, Listed>(block, next, x, in, live, count, acc); break;
-    case 3: multiply_strips<3, 2, Listed>(block, next, x, in, live, count, acc); break;
-    default: multiply_strips<4, 2, Listed>(block, next, x, in, live, count, acc); break;
+    case 1: multiply_strips<1, 8, Listed>(block, next, first, x, in, live, count, acc); break;
+    case 2: multiply_strips<2, 4, Listed>(block, next, first, x, in, live, count, acc); break;
+    case 3: multiply_strips<3, 2, Listed>(block, next, first, x, in, live, count, acc); break;
+    default: multiply_strips<4, 2, Listed>(block, next, first, x, in, live, count, acc); break;
   }
 }
 
@@ -93,7 +111,7 @@ bool float_block_avx2_kernels() {
 #endif
 }
 
-void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in,
+void multiply_float_block(const float* block, const float* next, bool first, const float* x, int64_t rows, int64_t in,
                           const int32_t* live, int64_t count, float* acc) {
   TORCH_CHECK(float_block_avx2_kernels() && rows >= 1 && rows <= kFloatBlockMaxRows && count >= 0 && count <= in,
               "multiply_float_block: AVX2 without AVX-512, 1 to ", kFloatBlockMaxRows,
@@ -101,9 +119,9 @@ void multiply_float_block(const float* block, const float* next, const float* x,
 #ifdef TFM_EXTENSION_KERNELS
   const char* ahead = reinterpret_cast<const char*>(next);
   if (live != nullptr) {
-    multiply_rows<true>(block, ahead, x, rows, in, live, count, acc);
+    multiply_rows<true>(block, ahead, first, x, rows, in, live, count, acc);
   } else {
-    multiply_rows<false>(block, ahead, x, rows, in, nullptr, in, acc);
+    multiply_rows<false>(block, ahead, first, x, rows, in, nullptr, in, acc);
   }
 #endif
 }

@@ -27,8 +27,10 @@ bool float_block_avx2_kernels();
 /// block of SmallRowsProduct's float32 layout ([in, 64]), summed over the `count` inputs listed
 /// ascending in `live` (the others zero in every row: model/live_inputs_product.h), or over all
 /// `in` where `live` is nullptr. `next`: the block read after this one, whose same inputs' slices
-/// are asked for ahead, or nullptr. 1 <= rows <= kFloatBlockMaxRows. Needs float_block_avx2_kernels().
-void multiply_float_block(const float* block, const float* next, const float* x, int64_t rows, int64_t in,
+/// are asked for ahead, or nullptr. `first`: whether this is the first block the calling thread
+/// reads in this product (no previous call asked for it), so that it asks for its own slices.
+/// 1 <= rows <= kFloatBlockMaxRows. Needs float_block_avx2_kernels().
+void multiply_float_block(const float* block, const float* next, bool first, const float* x, int64_t rows, int64_t in,
                           const int32_t* live, int64_t count, float* acc);
 
 }  // namespace tfm

@@ -240,7 +240,7 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
       if (avx2_floats && width == kBlock) {
         const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
         multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
-                             reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
+                             block == begin, reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
       } else if (skip != nullptr && width == kBlock) {
         multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
       } else {

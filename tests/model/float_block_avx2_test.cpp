@@ -69,10 +69,10 @@ TEST(FloatBlockAvx2, SumsEachOutputsInputsInOrderWithOneFusedMultiplyAddEach) {
         const std::string where = std::to_string(rows) + " rows x " + std::to_string(in) + " inputs, " +
                                   (ahead != nullptr ? "reading ahead" : "last block");
         std::vector<float> acc(every.size(), std::nanf(""));
-        multiply_float_block(block, ahead, x.data_ptr<float>(), rows, in, nullptr, in, acc.data());
+        multiply_float_block(block, ahead, ahead == nullptr, x.data_ptr<float>(), rows, in, nullptr, in, acc.data());
         EXPECT_EQ(std::memcmp(acc.data(), every.data(), acc.size() * sizeof(float)), 0) << where;
         std::fill(acc.begin(), acc.end(), std::nanf(""));
-        multiply_float_block(block, ahead, x.data_ptr<float>(), rows, in, listed.data(),
+        multiply_float_block(block, ahead, ahead == nullptr, x.data_ptr<float>(), rows, in, listed.data(),
                              static_cast<int64_t>(listed.size()), acc.data());
         EXPECT_EQ(std::memcmp(acc.data(), some.data(), acc.size() * sizeof(float)), 0) << where << ", listed";
       }
@@ -80,7 +80,7 @@ TEST(FloatBlockAvx2, SumsEachOutputsInputsInOrderWithOneFusedMultiplyAddEach) {
   }
   const auto x = torch::ones({kFloatBlockMaxRows + 1, 4});
   std::vector<float> acc(static_cast<size_t>((kFloatBlockMaxRows + 1) * kBlock));
-  EXPECT_THROW(multiply_float_block(torch::ones({4, kBlock}).data_ptr<float>(), nullptr, x.data_ptr<float>(),
+  EXPECT_THROW(multiply_float_block(torch::ones({4, kBlock}).data_ptr<float>(), nullptr, true, x.data_ptr<float>(),
                                     kFloatBlockMaxRows + 1, 4, nullptr, 4, acc.data()),
                c10::Error);
 }
