@@ -40,6 +40,8 @@ class LinearImpl : public torch::nn::Module {
   /// trained, saved or prepared again. For a model kept only to translate (BENCHMARKS.md: what
   /// the float copy beside the prepared one costs).
   void drop_float_weight();
+  /// The prepared weight's memory for kOneDnn, appended to `ranges` (PreparedWeight::add_memory).
+  void add_prepared_memory(std::vector<MemoryRange>& ranges) const { prepared_.add_memory(ranges); }
 
   LinearOptions options;
   torch::Tensor weight;  // [out, in]

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "model/small_rows_product.h"
+#include "model/tensor_bytes.h"
 #include "runtime/capabilities.h"
 
 namespace tfm {
@@ -47,6 +48,12 @@ PackedWeight::PackedWeight(const torch::Tensor& weight) : out_features_(weight.s
   reorder.callBoxed(&stack);
   packed_ = stack[0].toTensor();
   if (SmallRowsProduct::supported(weight)) small_rows_ = std::make_shared<const SmallRowsProduct>(weight, packed_);
+}
+
+void PackedWeight::add_memory(std::vector<MemoryRange>& ranges) const {
+  const TensorBytes bytes = tensor_bytes(packed_);
+  ranges.push_back({bytes.data, bytes.size});
+  if (small_rows_ && !small_rows_->reads(packed_)) small_rows_->add_memory(ranges);
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const {

@@ -1,8 +1,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <torch/types.h>
+
+#include "runtime/huge_pages.h"
 
 namespace tfm {
 
@@ -38,6 +41,8 @@ class PackedWeight {
   /// applied before the result is stored (the same bits as a separate ReLU). A few rows go through
   /// SmallRowsProduct instead of oneDNN where the CPU has its kernels.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}, bool relu = false) const;
+  /// The packed weight and the small-row products' copy (where it is one), appended to `ranges`.
+  void add_memory(std::vector<MemoryRange>& ranges) const;
 
  private:
   torch::Tensor packed_;

@@ -29,6 +29,10 @@ torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
   TORCH_CHECK(false, "PreparedWeight::linear: no weight prepared");
 }
 
+void PreparedWeight::add_memory(std::vector<MemoryRange>& ranges) const {
+  if (form_ == Form::kOneDnn) packed_.add_memory(ranges);
+}
+
 torch::Tensor PreparedWeight::linear_relu(const torch::Tensor& x) const {
   if (form_ == Form::kOneDnn) return packed_.linear(x, bias_, /*relu=*/true);
   if (form_ == Form::kInt8) return int8_.linear(x, /*relu=*/true);

@@ -24,6 +24,8 @@ class PreparedWeight {
   /// max(0, linear(x)): fused into oneDNN's product for kOneDnn and into the dequantization for
   /// kInt8, in place on the product otherwise.
   torch::Tensor linear_relu(const torch::Tensor& x) const;
+  /// The memory products read for kOneDnn (PackedWeight::add_memory), appended to `ranges`.
+  void add_memory(std::vector<MemoryRange>& ranges) const;
 
  private:
   Form form_ = Form::kNone;

@@ -157,6 +157,11 @@ bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const void* 
 
 bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_.is_same(tensor); }
 
+void SmallRowsProduct::add_memory(std::vector<MemoryRange>& ranges) const {
+  const TensorBytes bytes = tensor_bytes(weight_);
+  ranges.push_back({bytes.data, bytes.size});
+}
+
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {
   auto& slot = width == kBlock ? full_[rows] : last_[rows];
   if (Kernel known = slot.load(std::memory_order_acquire)) return known;

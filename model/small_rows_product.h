@@ -2,8 +2,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include <torch/types.h>
+
+#include "runtime/huge_pages.h"
 
 namespace tfm {
 
@@ -45,6 +48,8 @@ class SmallRowsProduct {
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias, bool relu) const;
   /// Whether the products read `tensor` (the `packed` given at construction) rather than a copy.
   bool reads(const torch::Tensor& tensor) const;
+  /// The weight's layout, appended to `ranges`: what every product streams.
+  void add_memory(std::vector<MemoryRange>& ranges) const;
 
  private:
   using Kernel = void*;  // a libxsmm_smmfunction (float32) or libxsmm_bsmmfunction (bfloat16)

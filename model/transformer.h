@@ -83,7 +83,10 @@ class TransformerImpl : public torch::nn::Module {
   /// CPU inference in float32 or bfloat16: every linear layer's weight and the output matrix
   /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
   /// must not change afterwards: IdTranslator packs a copy of its models, never the caller's.
+  /// The packed weights are then backed with 2 MiB pages where Linux can (runtime/huge_pages.h).
   void pack_for_inference();
+  /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot).
+  int64_t huge_page_bytes() const { return huge_page_bytes_; }
   /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
   /// which then leaves them as they are.
@@ -103,8 +106,9 @@ class TransformerImpl : public torch::nn::Module {
   RowMoments output_moments();
 
   ModelConfig config_;
-  PreparedWeight output_;      // output_matrix() for oneDNN or FBGEMM, once prepared for inference
-  Int8Rows output_int8_rows_;  // output_matrix() for a shortlist's int8 products, once quantized
+  PreparedWeight output_;        // output_matrix() for oneDNN or FBGEMM, once prepared for inference
+  Int8Rows output_int8_rows_;    // output_matrix() for a shortlist's int8 products, once quantized
+  int64_t huge_page_bytes_ = 0;  // of the prepared weights, in 2 MiB pages since pack_for_inference()
   struct MomentsCache {
     std::mutex mutex;  // decoding threads may share a model
     const void* data = nullptr;

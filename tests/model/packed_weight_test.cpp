@@ -8,6 +8,7 @@
 #include "model/linear.h"
 #include "model/transformer.h"
 #include "runtime/capabilities.h"
+#include "tests/huge_pages_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
 
@@ -173,6 +174,25 @@ TEST(PackedWeight, AnInt8ModelScoresCloseToFloat32WithItsOutputMatrixQuantized) 
         EXPECT_LT(error, 0.02);
         EXPECT_GT(error, 0.0) << "the int8 path did not run";
       });
+}
+
+// pack_for_inference() backs the packed weights with 2 MiB pages where Linux can: a model whose
+// output matrix alone is 8 MB ([8000, 256] float32) holds at least two whole pages of it.
+TEST(PackedWeight, APackedModelsWeightsLieIn2MiBPages) {
+  if (!PackedWeight::supported(torch::zeros({2, 2}))) GTEST_SKIP() << "no oneDNN in this LibTorch";
+  if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
+  ModelConfig config;
+  config.vocab_size = 8000;
+  config.d_model = 256;
+  config.d_ff = 64;
+  config.heads = 4;
+  config.encoder_layers = 1;
+  config.decoder_layers = 1;
+  Transformer model(config);
+  model->eval();
+  EXPECT_EQ(model->huge_page_bytes(), 0);
+  model->pack_for_inference();
+  EXPECT_GE(model->huge_page_bytes(), int64_t{4} << 20);
 }
 
 }  // namespace

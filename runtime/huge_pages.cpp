@@ -1,0 +1,57 @@
+#include "runtime/huge_pages.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace tfm {
+namespace {
+
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+constexpr uintptr_t kLargestGap = uintptr_t{4} << 20;  // between ranges taken as one span
+
+#if defined(__linux__)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1's value; older headers lack it, older kernels answer EINVAL
+#endif
+
+/// Collapses the 2 MiB pages wholly inside [begin, end) one at a time, so that a page the kernel
+/// refuses (not mapped, no memory) leaves the others collapsed; the bytes collapsed.
+int64_t collapse_pages(uintptr_t begin, uintptr_t end) {
+  int64_t collapsed = 0;
+  for (uintptr_t page = (begin + kHugePage - 1) / kHugePage * kHugePage; page + kHugePage <= end; page += kHugePage) {
+    if (madvise(reinterpret_cast<void*>(page), kHugePage, MADV_COLLAPSE) == 0) {
+      collapsed += static_cast<int64_t>(kHugePage);
+    }
+  }
+  return collapsed;
+}
+#else
+int64_t collapse_pages(uintptr_t, uintptr_t) { return 0; }
+#endif
+
+}  // namespace
+
+int64_t back_with_huge_pages(std::vector<MemoryRange> ranges) {
+  ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
+                              [](const MemoryRange& r) { return r.data == nullptr || r.size <= 0; }),
+               ranges.end());
+  std::sort(ranges.begin(), ranges.end(), [](const MemoryRange& a, const MemoryRange& b) { return a.data < b.data; });
+  int64_t collapsed = 0;
+  for (size_t first = 0; first < ranges.size();) {
+    const auto begin = reinterpret_cast<uintptr_t>(ranges[first].data);
+    uintptr_t end = begin + static_cast<uintptr_t>(ranges[first].size);
+    size_t next = first + 1;
+    for (; next < ranges.size() && reinterpret_cast<uintptr_t>(ranges[next].data) <= end + kLargestGap; ++next) {
+      end = std::max(end, reinterpret_cast<uintptr_t>(ranges[next].data) + static_cast<uintptr_t>(ranges[next].size));
+    }
+    collapsed += collapse_pages(begin, end);
+    first = next;
+  }
+  return collapsed;
+}
+
+}  // namespace tfm

@@ -1,0 +1,94 @@
+#include "runtime/huge_pages.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/huge_pages_support.h"
+
+namespace tfm {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+/// The AnonHugePages of the mapping that holds `address` (/proc/self/smaps), in bytes.
+int64_t huge_page_bytes_of_mapping(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find(':') > line.find(' ')) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      return std::stoll(line.substr(14)) * 1024;  // "AnonHugePages:   4096 kB"
+    }
+  }
+  return 0;
+}
+
+/// `size` bytes of private anonymous memory of its own mapping, starting on a 2 MiB boundary,
+/// written with a pattern (so that every 4 KiB page is present).
+class Region {
+ public:
+  explicit Region(int64_t size) : size_(size + 2 * kMiB) {
+    mapping_ = mmap(nullptr, static_cast<size_t>(size_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(mapping_, MAP_FAILED);
+    const auto at = reinterpret_cast<uintptr_t>(mapping_);
+    start_ = reinterpret_cast<uint32_t*>((at + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
+    for (int64_t i = 0; i < size / 4; ++i) start_[i] = static_cast<uint32_t>(i * 2654435761U);
+  }
+  ~Region() { munmap(mapping_, static_cast<size_t>(size_)); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  const char* at(int64_t offset) const { return reinterpret_cast<const char*>(start_) + offset; }
+  bool holds_pattern(int64_t size) const {
+    for (int64_t i = 0; i < size / 4; ++i) {
+      if (start_[i] != static_cast<uint32_t>(i * 2654435761U)) return false;
+    }
+    return true;
+  }
+
+ private:
+  void* mapping_ = nullptr;
+  int64_t size_;
+  uint32_t* start_ = nullptr;
+};
+
+// Two weights 1 MiB apart are one span: the 2 MiB pages wholly inside [0, 7 MiB) are three,
+// where each range alone holds one. Ranges 5 MiB apart stay two spans: the pages in the gap are
+// not asked for. The kernel's own count (smaps) holds at least those pages (its khugepaged may
+// collapse more of a mapping on its own), and the bytes are unchanged.
+TEST(HugePages, BacksTheWholePagesInsideSpansOfNearbyRanges) {
+  if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
+  {
+    const Region region(8 * kMiB);
+    const int64_t collapsed = back_with_huge_pages({{region.at(0), 3 * kMiB}, {region.at(4 * kMiB), 3 * kMiB}});
+    EXPECT_EQ(collapsed, 6 * kMiB);
+    EXPECT_GE(huge_page_bytes_of_mapping(region.at(0)), 6 * kMiB);
+    EXPECT_TRUE(region.holds_pattern(8 * kMiB));
+  }
+  {
+    const Region region(12 * kMiB);
+    const int64_t collapsed = back_with_huge_pages({{region.at(8 * kMiB), 3 * kMiB}, {region.at(0), 3 * kMiB}});
+    EXPECT_EQ(collapsed, 4 * kMiB);  // [0, 2) and [8, 10) MiB; [2, 8) is left alone
+    EXPECT_GE(huge_page_bytes_of_mapping(region.at(0)), 4 * kMiB);
+    EXPECT_TRUE(region.holds_pattern(12 * kMiB));
+  }
+}
+
+TEST(HugePages, LeavesRangesWithoutAWholePageAlone) {
+  const Region region(4 * kMiB);
+  EXPECT_EQ(back_with_huge_pages({}), 0);
+  EXPECT_EQ(back_with_huge_pages({{region.at(kMiB), 2 * kMiB}}), 0);  // straddles a boundary
+  EXPECT_EQ(back_with_huge_pages({{nullptr, 8 * kMiB}, {region.at(0), 0}}), 0);
+  EXPECT_TRUE(region.holds_pattern(4 * kMiB));
+}
+
+}  // namespace
+}  // namespace tfm
