@@ -86,7 +86,7 @@ void TransformerImpl::pack_for_inference() {
   }
   // A decoding step of a few sentences streams every prepared weight once: in 2 MiB pages, not
   // 4 KiB ones, the CPU translates their addresses without a page walk per 4 KiB
-  // (runtime/huge_pages.h; BENCHMARKS.md: 1.15x at batch 1 on an AVX2 EPYC).
+  // (runtime/huge_pages.h; BENCHMARKS.md).
   std::vector<MemoryRange> weights;
   for (const auto& child : modules(/*include_self=*/false)) {
     if (const auto* linear = child->as<LinearImpl>()) linear->add_prepared_memory(weights);
