@@ -9,6 +9,7 @@
 #include "model/transformer.h"
 #include "runtime/capabilities.h"
 #include "tests/huge_pages_support.h"
+#include "tests/model/model_test_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
 
@@ -181,13 +182,9 @@ TEST(PackedWeight, AnInt8ModelScoresCloseToFloat32WithItsOutputMatrixQuantized) 
 TEST(PackedWeight, APackedModelsWeightsLieIn2MiBPages) {
   if (!PackedWeight::supported(torch::zeros({2, 2}))) GTEST_SKIP() << "no oneDNN in this LibTorch";
   if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
-  ModelConfig config;
+  auto config = testing::tiny_model_config();
   config.vocab_size = 8000;
   config.d_model = 256;
-  config.d_ff = 64;
-  config.heads = 4;
-  config.encoder_layers = 1;
-  config.decoder_layers = 1;
   Transformer model(config);
   model->eval();
   EXPECT_EQ(model->huge_page_bytes(), 0);
