@@ -10,7 +10,8 @@ namespace tfm {
 /// strips, one line of every slice per strip. The CPU's prefetchers follow that stride poorly: a
 /// warm [8000 x 256] product at 4 rows streamed ~24 GB/s where a plain read streams ~45
 /// (BENCHMARKS.md). This kernel reads the same strips, but while it works on one block it asks for
-/// the next block's lines, one or more per input step, so the strips read lines already at hand.
+/// the next block's lines, one or more per input step, so the strips read lines already at hand
+/// (the first block a thread reads, which nothing asked for, asks for its own).
 ///
 /// Each output sums its inputs in ascending order with one fused multiply-add each, from zero, as
 /// LIBXSMM's kernels do: the same bits (tests/model/float_block_avx2_test.cpp).
