@@ -59,6 +59,12 @@ void quantize_linear_layers_int8(torch::nn::Module& module) {
   }
 }
 
+void add_prepared_memory_of_linear_layers(torch::nn::Module& module, std::vector<MemoryRange>& ranges) {
+  for (const auto& child : module.modules(/*include_self=*/true)) {
+    if (const auto* linear = child->as<LinearImpl>()) linear->add_prepared_memory(ranges);
+  }
+}
+
 void drop_float_weights_of_prepared_layers(torch::nn::Module& module) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
     auto* linear = child->as<LinearImpl>();

@@ -56,6 +56,9 @@ TORCH_MODULE(Linear);
 void quantize_linear_layers_int8(torch::nn::Module& module);
 /// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference).
 void pack_linear_layers(torch::nn::Module& module);
+/// Appends the prepared weights' memory of every Linear inside `module` to `ranges` (see
+/// LinearImpl::add_prepared_memory).
+void add_prepared_memory_of_linear_layers(torch::nn::Module& module, std::vector<MemoryRange>& ranges);
 /// Frees the float weight of every prepared Linear inside `module` (see LinearImpl::drop_float_weight).
 void drop_float_weights_of_prepared_layers(torch::nn::Module& module);
 

@@ -88,9 +88,7 @@ void TransformerImpl::pack_for_inference() {
   // 4 KiB ones, the CPU translates their addresses without a page walk per 4 KiB
   // (runtime/huge_pages.h; BENCHMARKS.md).
   std::vector<MemoryRange> weights;
-  for (const auto& child : modules(/*include_self=*/false)) {
-    if (const auto* linear = child->as<LinearImpl>()) linear->add_prepared_memory(weights);
-  }
+  add_prepared_memory_of_linear_layers(*this, weights);
   output_.add_memory(weights);
   huge_page_bytes_ = back_with_huge_pages(std::move(weights));
 }
