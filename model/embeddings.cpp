@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "model/dropout.h"
+#include "model/embedding_rows.h"
 #include "model/parameter_init.h"
 #include "text/special_ids.h"
 
@@ -63,7 +64,12 @@ torch::Tensor TokenAndPositionImpl::sinusoid_rows(int64_t end, const torch::Devi
 
 torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {
   const auto position_vectors = position_table(first_position, ids.size(1), ids.device());  // [T, D]
-  const auto token_vectors = tokens(ids) * scale_;                                          // [B, T, D]
+  if (!is_training() && embed_rows_fit(tokens->weight, ids, position_vectors)) {
+    std::vector<int64_t> rows(ids.numel());
+    for (size_t n = 0; n < rows.size(); ++n) rows[n] = static_cast<int64_t>(n) % ids.size(1);  // (b, t) -> t
+    return embed_rows(tokens->weight, ids, scale_, position_vectors, rows);
+  }
+  const auto token_vectors = tokens(ids) * scale_;  // [B, T, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
   return apply_dropout(embedded, config_.dropout, is_training());
 }
@@ -75,6 +81,11 @@ torch::Tensor TokenAndPositionImpl::forward_at(const torch::Tensor& ids, const s
   // Each position's vector is computed as forward() computes it, so a row's embedding has the
   // same bits whichever batch it is decoded in.
   const auto table = position_table(*lowest, *highest - *lowest + 1, ids.device());  // [P, D]
+  if (!is_training() && embed_rows_fit(tokens->weight, ids, table)) {
+    std::vector<int64_t> rows(row_positions);
+    for (auto& row : rows) row -= *lowest;
+    return embed_rows(tokens->weight, ids, scale_, table, rows);
+  }
   const auto rows = torch::tensor(row_positions, torch::kLong).sub_(*lowest).to(ids.device());
   const auto position_vectors = table.index_select(0, rows).unsqueeze(1);  // [N, 1, D]
   const auto token_vectors = tokens(ids) * scale_;                         // [N, 1, D]
