@@ -1,7 +1,5 @@
 #include "model/float_block_avx2.h"
 
-#include <algorithm>
-
 #include <c10/util/Exception.h>
 
 #include "runtime/vector_clones.h"
@@ -15,8 +13,6 @@ namespace {
 
 constexpr int64_t kBlock = 64;  // SmallRowsProduct's outputs per block
 constexpr int64_t kLine = 64;   // bytes
-/// Inputs ahead whose slices a block nothing asked for asks for itself.
-constexpr int64_t kSelfAhead = 16;
 
 #ifdef TFM_EXTENSION_KERNELS
 
@@ -24,8 +20,9 @@ constexpr int64_t kSelfAhead = 16;
 /// or inputs [0, count), in strips of 8 * Vectors outputs (Rows * Vectors sums in registers). Over
 /// the strips' input steps the next block's slices of the same inputs are asked for line by line,
 /// in order: the order of memory (strided requests, a line of each slice per strip, ran slower).
-/// A block nothing asked for (`first`) asks for its own slices kSelfAhead inputs ahead of its first
-/// strip.
+/// A block nothing asked for (`first`) asks for each input's whole slice as its first strip reads
+/// the slice's first line, so that the later strips find it; asking further ahead ran slower
+/// (BENCHMARKS.md).
 template <int Rows, int Vectors, bool Listed>
 TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, bool first, const float* x, int64_t in,
                                      const int32_t* live, int64_t count, float* acc) {
@@ -34,13 +31,6 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, bool 
   constexpr int64_t kLinesPerSlice = kSlice / kLine;
   constexpr int64_t kLinesPerStep = kLinesPerSlice / (kBlock / kStrip);
   const char* own = reinterpret_cast<const char*>(block);
-  if (first) {
-    for (int64_t i = 0; i < std::min(kSelfAhead, count); ++i) {
-      for (int64_t line = 0; line < kLinesPerSlice; ++line) {
-        _mm_prefetch(own + (Listed ? live[i] : i) * kSlice + line * kLine, _MM_HINT_T0);
-      }
-    }
-  }
   for (int64_t strip = 0; strip < kBlock; strip += kStrip) {
     __m256 sums[Rows * Vectors];
 #pragma GCC unroll 8
@@ -49,11 +39,10 @@ TFM_AVX2_TARGET void multiply_strips(const float* block, const char* next, bool 
     const int64_t first_line = strip / kStrip * count * kLinesPerStep;  // of the next block's count * 4
     for (int64_t i = 0; i < count; ++i) {
       const int64_t k = Listed ? live[i] : i;
-      if (first && strip == 0 && i + kSelfAhead < count) {
-        const int64_t ahead = Listed ? live[i + kSelfAhead] : i + kSelfAhead;
+      if (first && strip == 0) {
 #pragma GCC unroll 4
         for (int64_t line = 0; line < kLinesPerSlice; ++line)
-          _mm_prefetch(own + ahead * kSlice + line * kLine, _MM_HINT_T0);
+          _mm_prefetch(own + k * kSlice + line * kLine, _MM_HINT_T0);
       }
       if (next != nullptr) {
 #pragma GCC unroll 4
