@@ -81,14 +81,13 @@ torch::Tensor TokenAndPositionImpl::forward_at(const torch::Tensor& ids, const s
   // Each position's vector is computed as forward() computes it, so a row's embedding has the
   // same bits whichever batch it is decoded in.
   const auto table = position_table(*lowest, *highest - *lowest + 1, ids.device());  // [P, D]
-  if (!is_training() && embed_rows_fit(tokens->weight, ids, table)) {
-    std::vector<int64_t> rows(row_positions);
-    for (auto& row : rows) row -= *lowest;
+  std::vector<int64_t> rows(row_positions);  // each row's position as a row of `table`
+  for (auto& row : rows) row -= *lowest;
+  if (!is_training() && embed_rows_fit(tokens->weight, ids, table))
     return embed_rows(tokens->weight, ids, scale_, table, rows);
-  }
-  const auto rows = torch::tensor(row_positions, torch::kLong).sub_(*lowest).to(ids.device());
-  const auto position_vectors = table.index_select(0, rows).unsqueeze(1);  // [N, 1, D]
-  const auto token_vectors = tokens(ids) * scale_;                         // [N, 1, D]
+  const auto position_vectors =
+      table.index_select(0, torch::tensor(rows, torch::kLong).to(ids.device())).unsqueeze(1);  // [N, 1, D]
+  const auto token_vectors = tokens(ids) * scale_;                                             // [N, 1, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
   return apply_dropout(embedded, config_.dropout, is_training());
 }
