@@ -106,6 +106,7 @@ DecoderState DecoderImpl::start(const torch::Tensor& memory, const torch::Tensor
 torch::Tensor DecoderImpl::step(const torch::Tensor& x, DecoderState& state) {
   auto h = x;
   const auto* row_starts = state.row_starts.empty() ? nullptr : &state.row_starts;
+  state.make_room_for_step();
   state.cache_slots.write(x.size(0), state.step);
   const auto* slots = state.cache_slots.identity() ? nullptr : &state.cache_slots;
   const auto* memory_slots = state.memory_slots.identity() ? nullptr : &state.memory_slots;

@@ -77,6 +77,11 @@ struct DecoderState {
   /// row still reads. Shortlists are padded to the longer one.
   void append(DecoderState other);
 
+  /// Before a step: when the self-attention caches are full, moves the rows still decoding into
+  /// buffers with room for the next positions (their capacity grows), dropping the rows of
+  /// finished sentences, whose positions reorders leave in place; the table is reset.
+  void make_room_for_step();
+
   /// Rows: N.
   int64_t rows() const;
   /// Each row's position of its next token (step when every row began at 0): N entries.

@@ -366,6 +366,34 @@ TEST_P(BothKernels, ReorderedCachesDecodeAsAFreshStateOfTheSameHistories) {
   step_and_compare();
 }
 
+TEST(Transformer, FullCachesGrowWithOnlyTheRowsStillDecoding) {
+  // Rows of finished sentences stay in the caches while most rows still decode (a reorder then
+  // rewrites only the table); when the caches are full, the next step's larger buffers take only
+  // the rows still decoding, and every row decodes as before.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(4, 5, 23, 8);
+  auto state = model->start_decoding(model->encode(source));
+  auto reference = model->start_decoding(model->encode(source.index_select(0, torch::tensor({3, 1, 2}))));
+  const auto tokens = [](int64_t step, int64_t rows) {
+    return torch::full({rows}, step == 0 ? kBosId : 4 + step % 19, torch::kLong);
+  };
+  model->step(tokens(0, 4), state);
+  model->step(tokens(0, 3), reference);
+  state.reorder(torch::tensor({3, 1, 2}));  // one row leaves; three of four still fill the caches
+  ASSERT_EQ(state.layers.front().self_k.size(1), 4);
+  const int64_t capacity = state.layers.front().self_k.size(0);
+  for (int64_t step = 1; step <= capacity; ++step) {
+    const auto stepped = model->step(tokens(step, 3), state);
+    EXPECT_TENSOR_NEAR(stepped, model->step(tokens(step, 3), reference), 1e-5) << "step " << step;
+  }
+  for (const auto& layer : state.layers) {
+    EXPECT_GT(layer.self_k.size(0), capacity);
+    EXPECT_EQ(layer.self_k.size(1), 3) << "the grown caches hold only the rows still decoding";
+    EXPECT_EQ(layer.self_v.size(1), 3);
+  }
+  EXPECT_TRUE(state.cache_slots.identity());
+}
+
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {
   for (const double epsilon : {0.1, 0.0}) {
     torch::manual_seed(9);
