@@ -84,12 +84,65 @@ TFM_ALWAYS_INLINE void add_tile(const c10::BFloat16* const* xs, const c10::BFloa
   add_tile_lanes<Rows>(xs, columns, d, dim, products);
 }
 
-/// A tile's products in the lanes' float arithmetic: every CPU.
+/// The CPU vectors that lanes are made of where a register holds fewer than 16 floats: AVX2's
+/// two halves, SSE's four quarters.
+template <typename Lanes>
+struct LaneParts;
+template <>
+struct LaneParts<SplitLanes> {
+  using Part = FloatHalf;
+  static constexpr int kCount = 2;
+  static TFM_ALWAYS_INLINE Part& at(SplitLanes& lanes, int part) { return part == 0 ? lanes.lo : lanes.hi; }
+};
+template <>
+struct LaneParts<QuarterLanes> {
+  using Part = FloatQuarter;
+  static constexpr int kCount = 4;
+  static TFM_ALWAYS_INLINE Part& at(QuarterLanes& lanes, int part) { return lanes.q[part]; }
+};
+
+/// A tile's products (add_tile from zero) in float where lanes take several registers. A tile's 16
+/// products fill 32 AVX2 registers (64 SSE ones) of the 16 there are, so the compiler kept them on
+/// the stack and stored and reloaded each at every step. Here each pass sums one part of the lanes
+/// of 8 products (a register each) over the whole row: the same additions per lane in the same
+/// order, so the same bits as add_tile.
+template <int Rows, typename Lanes>
+TFM_ALWAYS_INLINE void tile_by_parts(const float* const* xs, const float* const* columns, int64_t dim,
+                                     Lanes (&products)[kVectorLanes]) {
+  using Parts = LaneParts<Lanes>;
+  using Part = typename Parts::Part;
+  constexpr int kColumns = kTileColumns<Rows>;
+  constexpr int kGroup = 8 / Rows;                      // columns per pass: Rows x kGroup sums
+  constexpr int kWidth = kVectorLanes / Parts::kCount;  // floats per part
+  for (int first = 0; first < kColumns; first += kGroup) {
+    for (int part = 0; part < Parts::kCount; ++part) {
+      Part sums[Rows][kGroup] = {};
+      for (int64_t d = part * kWidth; d < dim; d += kVectorLanes) {
+        Part x[Rows];
+        for (int r = 0; r < Rows; ++r) x[r] = load_floats<Part>(xs[r] + d);
+        for (int c = 0; c < kGroup; ++c) {
+          const Part column = load_floats<Part>(columns[first + c] + d);
+          for (int r = 0; r < Rows; ++r) sums[r][c] += x[r] * column;
+        }
+      }
+      for (int r = 0; r < Rows; ++r) {
+        for (int c = 0; c < kGroup; ++c) Parts::at(products[r * kColumns + first + c], part) = sums[r][c];
+      }
+    }
+  }
+}
+
+/// A tile's products in the lanes' float arithmetic: every CPU. A policy's tile() sets all 16.
 struct LaneProducts {
   template <int Rows, typename T, typename Lanes>
-  static TFM_ALWAYS_INLINE void add(const T* const* xs, const T* const* columns, int64_t dim,
-                                    Lanes (&products)[kVectorLanes]) {
-    add_tile<Rows>(xs, columns, dim, products);
+  static TFM_ALWAYS_INLINE void tile(const T* const* xs, const T* const* columns, int64_t dim,
+                                     Lanes (&products)[kVectorLanes]) {
+    if constexpr (std::is_same_v<T, float> && !std::is_same_v<Lanes, WideLanes>) {
+      tile_by_parts<Rows>(xs, columns, dim, products);  // not zeroed first: 1 KB of stores for nothing
+    } else {
+      for (auto& product : products) product = Lanes{};
+      add_tile<Rows>(xs, columns, dim, products);
+    }
   }
 };
 
@@ -114,8 +167,8 @@ TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, cons
       const int64_t id = c < count ? ids[block + c] : -1;
       columns[c] = a.matrix + std::max<int64_t>(id, 0) * a.dim;  // padding reads row 0, then drops it
     }
-    Lanes products[kVectorLanes] = {};
-    Products::template add<Rows>(xs, columns, a.dim, products);
+    Lanes products[kVectorLanes];
+    Products::template tile<Rows>(xs, columns, a.dim, products);
     float sums[kVectorLanes];
     store_lanes(sums, sums_of_lanes(products));
     for (int r = 0; r < Rows; ++r) {
@@ -181,9 +234,10 @@ TFM_LANE_KERNEL((void rest_range(const ShortlistViews<float>& a, int64_t begin, 
 struct BFloat16DotProducts {
   /// dim: a multiple of 32.
   template <int Rows>
-  TFM_BF16_DOT_TARGET static void add(const BFloat16* const* xs, const BFloat16* const* columns, int64_t dim,
-                                      WideLanes (&products)[kVectorLanes]) {
+  TFM_BF16_DOT_TARGET static void tile(const BFloat16* const* xs, const BFloat16* const* columns, int64_t dim,
+                                       WideLanes (&products)[kVectorLanes]) {
     constexpr int kColumns = kTileColumns<Rows>;
+    for (auto& product : products) product = WideLanes{};
     for (int64_t d = 0; d < dim; d += 2 * kVectorLanes) {
       __m512bh x[Rows];
       for (int r = 0; r < Rows; ++r) x[r] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xs[r] + d));
