@@ -3,6 +3,7 @@
 // wait for; in process, so that no pipe or process start adds to it. Run by
 // bench/decode_overhead.sh; a figure to compare before and after a change on one machine.
 //   tfm-decode-overhead-bench MODEL SOURCE [LINES] [DTYPE] [THREADS]
+// DTYPE: float32, bfloat16, or int8 (float32 with int8 linear layers, `--quantize int8`).
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <torch/torch.h>
@@ -64,7 +65,8 @@ int run(int argc, char** argv) {
   auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
   tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
   options.search.length_penalty = 0.6;
-  options.precision = tfm::parse_precision(dtype);
+  options.quantize_int8 = dtype == "int8";
+  options.precision = tfm::parse_precision(options.quantize_int8 ? "float32" : dtype);
   tfm::Translator translator({loaded.model}, tfm::Tokenizer::from_serialized(loaded.tokenizer_proto), options,
                              torch::kCPU);
   auto each_alone = [&] {
