@@ -9,6 +9,8 @@
 
 #include <torch/torch.h>
 
+#include "model/bfloat16_rounding.h"
+
 namespace tfm {
 namespace {
 
@@ -33,18 +35,28 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step,
   }
   TORCH_CHECK(x.size(0) <= buffer.size(1), "LayerCache: ", x.size(0), " rows do not fit a cache of ", buffer.size(1));
   const int64_t rows = x.size(0), heads = x.size(1), head_dim = x.size(3);
-  if (buffer.is_cpu() && x.is_cpu() && x.scalar_type() == buffer.scalar_type() && buffer.is_contiguous() &&
-      x.size(2) == 1 && x.stride(3) == 1 && x.stride(1) == head_dim && !x.requires_grad()) {
+  const bool same_dtype = x.scalar_type() == buffer.scalar_type();
+  const bool rounded = x.scalar_type() == torch::kFloat32 && buffer.scalar_type() == torch::kBFloat16;
+  if (buffer.is_cpu() && x.is_cpu() && (same_dtype || rounded) && buffer.is_contiguous() && x.size(2) == 1 &&
+      x.stride(3) == 1 && x.stride(1) == head_dim && !x.requires_grad()) {
     // A row's heads lie side by side in x (a projection's head view) as in the buffer: one copy
-    // of H x Dh per row, where select, narrow, squeeze and a strided copy_ cost several times
-    // what a step's few rows take to move.
-    const int64_t row_bytes = heads * head_dim * x.element_size();
+    // (or rounding, for float32 steps into bfloat16 caches) of H x Dh per row, where select, narrow,
+    // squeeze and a strided copy_ cost several times what a step's few rows take to move.
+    const int64_t row_elements = heads * head_dim;
+    const int64_t row_bytes = row_elements * buffer.element_size();
     const auto* from = static_cast<const char*>(x.data_ptr());
     auto* to = static_cast<char*>(buffer.data_ptr()) + step * buffer.stride(0) * buffer.element_size();
     const int64_t from_row = x.stride(0) * x.element_size();
     const int64_t grain = std::max<int64_t>(1, 65536 / row_bytes);  // a step's few rows: the calling thread
     at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) std::memcpy(to + n * row_bytes, from + n * from_row, row_bytes);
+      for (int64_t n = begin; n < end; ++n) {
+        if (same_dtype) {
+          std::memcpy(to + n * row_bytes, from + n * from_row, row_bytes);
+        } else {
+          round_to_bfloat16(reinterpret_cast<const float*>(from + n * from_row),
+                            reinterpret_cast<c10::BFloat16*>(to + n * row_bytes), row_elements);
+        }
+      }
     });
     return;
   }
