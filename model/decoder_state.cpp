@@ -95,7 +95,7 @@ torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slo
   const int64_t kept = filled - first;
   auto out = torch::empty({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
   if (kept <= 0) return out;
-  out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
+  if (added > 0) out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
   if (slots.identity()) {
     out.narrow(0, 0, kept).narrow(1, 0, rows).copy_(cache.narrow(0, first, kept).narrow(1, 0, rows));
     return out;
