@@ -29,9 +29,24 @@ bool direct_kernel_fits(const torch::nn::LayerNorm& norm, const torch::Tensor& x
          !(torch::GradMode::is_enabled() && (x.requires_grad() || norm->weight.requires_grad()));
 }
 
+/// into += other over tensors of one shape, both contiguous (sum_in_place_fits). float32: each
+/// element's sum rounded once, as LibTorch's add_ does (its a + 1 x b is exact), without the op,
+/// which at a decoding step's few rows costs more than the additions.
+void add_into(torch::Tensor& into, const torch::Tensor& other) {
+  if (into.scalar_type() != torch::kFloat32) {
+    into.add_(other);
+    return;
+  }
+  float* sums = into.data_ptr<float>();
+  const float* added = other.data_ptr<float>();
+  at::parallel_for(0, into.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) sums[i] += added[i];
+  });
+}
+
 /// norm(x + added) (added undefined: norm(x)) into out (x, added, or a tensor of its own): in
 /// bfloat16 tfm's own kernel in one pass (model/bfloat16_norm.h: LibTorch runs an add and two AVX2
-/// kernels), else LibTorch's add and then its kernel; on the calling thread alone for few rows.
+/// kernels), else the sum and then LibTorch's kernel; on the calling thread alone for few rows.
 void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, const torch::Tensor& added,
                     torch::Tensor& out) {
   std::optional<CallingThreadOnly> one_thread;
@@ -41,7 +56,7 @@ void normalize_into(const torch::nn::LayerNorm& norm, const torch::Tensor& x, co
   }
   if (added.defined()) {
     TORCH_CHECK(out.is_same(x) || out.is_same(added), "normalize_into: the sum is written over x or added");
-    out.add_(out.is_same(x) ? added : x);
+    add_into(out, out.is_same(x) ? added : x);
   }
   layer_norm_kernel(added.defined() ? out : x, norm->weight, norm->bias, norm->options.eps(), out);
 }
@@ -85,7 +100,7 @@ torch::Tensor residual_sum_rows(const torch::Tensor& x, torch::Tensor sublayer) 
     bfloat16_add_into(x, sublayer);  // LibTorch's add's bits, without its AVX2 conversions
     return sublayer;
   }
-  sublayer.add_(x);
+  add_into(sublayer, x);
   return sublayer;
 }
 
