@@ -252,9 +252,8 @@ void DecoderState::reorder(const torch::Tensor& rows, bool same_memory) {
 
 void DecoderState::make_room_for_step() {
   if (layers.empty() || !layers.front().self_k.defined()) return;
-  const auto& cache = layers.front().self_k;  // [capacity, W, H, Dh], every layer alike
+  if (step < layers.front().self_k.size(0)) return;  // [capacity, W, H, Dh], every layer alike
   const int64_t live = rows();
-  if (step < cache.size(0) || (cache_slots.identity() && live == cache.size(1))) return;  // plain growth does it
   for (auto& layer : layers) {
     layer.self_k = gather_positions(layer.self_k, cache_slots, live, 0, step, 0);
     layer.self_v = gather_positions(layer.self_v, cache_slots, live, 0, step, 0);
