@@ -164,8 +164,8 @@ TFM_VNNI_TARGET void score_rows(const Int8ListedViews& a, int64_t begin, int64_t
 
 /// Bytes per step of the AVX2 products: one AVX register.
 constexpr int64_t kAvx2Step = 32;
-/// A tile's accumulators: the products of Rows rows and 8 / Rows candidates, each 8 int32 lanes.
-constexpr int kAvx2Tile = 8;
+/// How many candidates ahead the AVX2 kernel asks for a candidate's row.
+constexpr int64_t kAvx2PrefetchColumns = 4;
 
 /// x [D] -> q [D] = round(x / scale) within [-127, 127] and |q| [D], scale = max |x| / 127
 /// (returned): the same q as quantize_row's, less its offset.
@@ -192,57 +192,58 @@ TFM_AVX2_TARGET float quantize_row_signed(const float* x, int64_t dim, int8_t* q
   return scale;
 }
 
-/// Rows [row, row + Rows) of one list against all of its candidates, 8 / Rows at a time.
+/// accumulator += the products of one row's 32 bytes at `at` (q at q_row + at, |q| at m_row + at)
+/// and the candidate's 32 bytes `column`, in 8 int32 lanes.
+TFM_AVX2_TARGET TFM_ALWAYS_INLINE __m256i add_products(__m256i accumulator, __m256i column, const int8_t* q_row,
+                                                       const uint8_t* m_row, int64_t at) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_row + at));
+  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m_row + at));
+  const __m256i pairs = _mm256_maddubs_epi16(m, _mm256_sign_epi8(column, q));  // [16] int16
+  return _mm256_add_epi32(accumulator, _mm256_madd_epi16(pairs, ones));
+}
+
+/// Rows [row, row + Rows) of one list (Rows <= 4) against each of its candidates in turn. Each
+/// candidate's row is read once for all Rows rows, whose own bytes are read from the first-level
+/// cache as they are multiplied. The accumulators are named, not an array: GCC spilled an array
+/// of them to the stack, at about half the products per second (BENCHMARKS.md).
 template <int Rows>
 TFM_AVX2_TARGET void score_tiles_avx2(const Int8ListedViews& a, const int8_t* quantized, const uint8_t* magnitudes,
                                       const float* row_scales, int64_t first, int64_t row, const int64_t* ids) {
-  constexpr int kColumns = kAvx2Tile / Rows;
-  const int8_t* xs[Rows];
-  const uint8_t* ms[Rows];
-  for (int r = 0; r < Rows; ++r) {
-    xs[r] = quantized + (row + r - first) * a.dim;
-    ms[r] = magnitudes + (row + r - first) * a.dim;
-  }
-  const float* x_scales = row_scales + (row - first);
+  static_assert(Rows >= 1 && Rows <= 4, "one to four rows");
+  const int64_t dim = a.dim;
+  const int64_t at = (row - first) * dim;
+  const int8_t* q0 = quantized + at;
+  const uint8_t* m0 = magnitudes + at;
+  float x_scales[4] = {};
+  std::copy_n(row_scales + (row - first), Rows, x_scales);
+  const __m128 row_scale = _mm_loadu_ps(x_scales);
   const int8_t* values = a.rows->values.data_ptr<int8_t>();
   const float* scales = a.rows->scales.data_ptr<float>();
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t block = 0; block < a.width; block += kColumns) {
-    const int8_t* columns[kColumns];
-    const int64_t count = tile_columns(a, values, ids, block, columns);
-    __m256i products[kAvx2Tile];
-    for (auto& p : products) p = _mm256_setzero_si256();
-    for (int64_t d = 0; d < a.dim; d += kAvx2Step) {
-      __m256i x[Rows], m[Rows];
-      for (int r = 0; r < Rows; ++r) {
-        x[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[r] + d));
-        m[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ms[r] + d));
-      }
-      for (int c = 0; c < kColumns; ++c) {
-        const __m256i column = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(columns[c] + d));
-        for (int r = 0; r < Rows; ++r) {
-          const __m256i pairs = _mm256_maddubs_epi16(m[r], _mm256_sign_epi8(column, x[r]));  // [16] int16
-          products[r * kColumns + c] = _mm256_add_epi32(products[r * kColumns + c], _mm256_madd_epi16(pairs, ones));
-        }
-      }
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t c = 0; c < a.width; ++c) {
+    const int64_t id = ids[c];
+    if (id < 0) {  // padding: the list's candidates are over
+      for (int r = 0; r < Rows; ++r) std::fill_n(a.listed + (row + r) * a.width + c, a.width - c, kNegInf);
+      return;
     }
-    // Each accumulator's 8 lanes summed: totals[i] for products[i].
-    const __m256i low =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(products[0], products[1]), _mm256_hadd_epi32(products[2], products[3]));
-    const __m256i high =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(products[4], products[5]), _mm256_hadd_epi32(products[6], products[7]));
-    int32_t totals[kAvx2Tile];
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(totals),
-                     _mm_add_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(totals + 4),
-                     _mm_add_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)));
-    for (int r = 0; r < Rows; ++r) {
-      float* out = a.listed + (row + r) * a.width + block;
-      for (int64_t c = 0; c < count; ++c) {
-        const int64_t id = ids[block + c];
-        out[c] = id < 0 ? kNegInf : x_scales[r] * scales[id] * static_cast<float>(totals[r * kColumns + c]);
-      }
+    const int64_t ahead = c + kAvx2PrefetchColumns;
+    if (ahead < a.width && ids[ahead] >= 0) prefetch_bytes(values + ids[ahead] * dim, dim);
+    const int8_t* column = values + id * dim;
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t d = 0; d < dim; d += kAvx2Step) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column + d));
+      s0 = add_products(s0, w, q0, m0, d);
+      if constexpr (Rows > 1) s1 = add_products(s1, w, q0 + dim, m0 + dim, d);
+      if constexpr (Rows > 2) s2 = add_products(s2, w, q0 + 2 * dim, m0 + 2 * dim, d);
+      if constexpr (Rows > 3) s3 = add_products(s3, w, q0 + 3 * dim, m0 + 3 * dim, d);
     }
+    // Lane r: s_r's 8 lanes summed, then scale_r x scale_id x that sum (in that order).
+    const __m256i pairs = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+    const __m128i totals = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+    float logits[4];
+    _mm_storeu_ps(logits, _mm_mul_ps(_mm_mul_ps(row_scale, _mm_set1_ps(scales[id])), _mm_cvtepi32_ps(totals)));
+    for (int r = 0; r < Rows; ++r) a.listed[(row + r) * a.width + c] = logits[r];
   }
 }
 
@@ -266,8 +267,9 @@ TFM_AVX2_TARGET void score_rows_avx2(const Int8ListedViews& a, int64_t begin, in
     const auto* q = quantized.data();
     const auto* m = magnitudes.data();
     for (; row + 4 <= last; row += 4) score_tiles_avx2<4>(a, q, m, row_scales.data(), begin, row, ids);
-    for (; row + 2 <= last; row += 2) score_tiles_avx2<2>(a, q, m, row_scales.data(), begin, row, ids);
-    for (; row < last; ++row) score_tiles_avx2<1>(a, q, m, row_scales.data(), begin, row, ids);
+    if (last - row == 3) score_tiles_avx2<3>(a, q, m, row_scales.data(), begin, row, ids);
+    if (last - row == 2) score_tiles_avx2<2>(a, q, m, row_scales.data(), begin, row, ids);
+    if (last - row == 1) score_tiles_avx2<1>(a, q, m, row_scales.data(), begin, row, ids);
     first = last;
   }
 }
