@@ -269,10 +269,18 @@ for pair in "tfm int8:${fastest[int8]}" "tfm fp32:${fastest[float32]}"; do
   printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
     "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[$(one_batch "${pair##*:}")]}")"
 done
+# round_ratio A B: the median of A's sentences/s over B's, round by round. A mode and its shortlist
+# run one after the other in each round, so a round's ratio is spared the host's drift between
+# rounds (10-20% here), which a ratio of the two medians is not.
+round_ratio() {
+  paste -d' ' "$out/sps.$(key_of "$1")" "$out/sps.$(key_of "$2")" | awk '{ printf "%.4f\n", $1 / $2 }' | median_by 1 |
+    xargs printf '%.2f'
+}
 for mode in "${modes[@]}"; do
   if [[ $mode == *-shortlist ]]; then
-    printf '%-52s %8s\n' "tfm $mode / tfm ${mode%-shortlist}" \
-      "$(ratio "${speed_of[tfm $mode]}" "${speed_of[tfm ${mode%-shortlist}]}")"
+    printf '%-52s %8s   (round by round: %s)\n' "tfm $mode / tfm ${mode%-shortlist}" \
+      "$(ratio "${speed_of[tfm $mode]}" "${speed_of[tfm ${mode%-shortlist}]}")" \
+      "$(round_ratio "tfm $mode" "tfm ${mode%-shortlist}")"
   fi
 done
 ct2_p50=$(printf '%s\n' "${p50_of[CTranslate2 float32]}" "${p50_of[CTranslate2 int8]}" | sort -g | head -1)
