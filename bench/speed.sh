@@ -14,8 +14,8 @@
 #     engine in turn, since one run moves 10-20% with the host's load;
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
 #     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
-#     smaller), the same with both stopping alike, the shortlist's speed-up, batch-1 latency
-#     against CTranslate2's best.
+#     smaller), the same with both stopping alike, the shortlist's speed-up (also round by round),
+#     batch-1 latency against CTranslate2's best.
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
