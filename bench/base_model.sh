@@ -6,6 +6,8 @@
 # run warms up over 500 updates to a peak of 1e-3 and decays as fairseq's inverse_sqrt does, with
 # LayerNorm before each sub-layer (--norm pre): with the paper's placement after it, this short
 # warm-up left the loss flat at ~5.5 for hundreds of updates (BENCHMARKS.md).
+# WARMUP (default 500) shortens the warm-up where a CPU without bf16 gets only a few hundred updates
+# in MINUTES.
 # Prints bench/summarize_training.py's summary (updates, tokens/s, the validation curve) and the
 # model file (checkpoint_avg.pt).
 #
@@ -22,7 +24,7 @@ mkdir -p "$out"
 echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 "$tfm" train --train-src "$data/train.en.gz" --train-tgt "$data/train.de.gz" \
   --valid-src "$data/val.en.gz" --valid-tgt "$data/val.de.gz" --save-dir "$out/run" \
-  --preset base --norm pre --lr-scheduler inverse_sqrt --lr 1e-3 --warmup 500 --max-tokens 2048 \
+  --preset base --norm pre --lr-scheduler inverse_sqrt --lr 1e-3 --warmup "${WARMUP:-500}" --max-tokens 2048 \
   --save-interval-updates 100 --validate-every 300 --valid-max-sentences 300 \
   --time-limit "$minutes" "$@" 2> "$out/train.log"
 python3 "$here/summarize_training.py" "$out/run"  # updates, tokens/s, the validation curve
