@@ -10,18 +10,36 @@
 #include <torch/torch.h>
 
 #include "model/bfloat16_rounding.h"
+#include "runtime/page_pool.h"
 
 namespace tfm {
 namespace {
 
-/// Cache capacities are multiples of this many positions: a cache grows (a new buffer and a copy
-/// of the filled positions of the rows still decoding) once every 4 steps, and wastes at most 3
-/// positions. Caches are most of a large batch's heap, and it peaks while most rows still decode:
-/// steps of 16 held a default batch's peak ~40 MB higher at the same speed (BENCHMARKS.md).
-constexpr int64_t kCapacityQuantum = 4;
+/// An uninitialized self-attention cache buffer: on the CPU from PagePool::shared(), whose regions
+/// serve the next buffer whatever its size (a cache grows by a few positions and loses the rows of
+/// finished sentences every few steps; jemalloc kept the holes the smaller ones left).
+torch::Tensor cache_buffer(at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  if (!options.device().is_cpu() || !PagePool::available()) return torch::empty(sizes, options);
+  int64_t elements = 1;
+  for (const int64_t size : sizes) elements *= size;
+  const auto bytes = static_cast<size_t>(elements) * c10::elementSize(c10::typeMetaToScalarType(options.dtype()));
+  void* region = PagePool::shared().take(bytes);
+  return torch::from_blob(
+      region, sizes, [](void* taken) { PagePool::shared().give_back(taken); }, options);
+}
 
+/// A cache's capacity for `positions`: the next multiple of a quantum of 2 positions below 32, 4
+/// below 64, 8 below 128 and so on. A cache grows (a new buffer and a copy of the filled positions
+/// of the rows still decoding) once every quantum steps and holds at most quantum - 1 unfilled
+/// positions. Caches are most of a large batch's heap, and it peaks while most rows still decode:
+/// a quantum of 4 held a base-size model's default batch ~40 MB higher than 2, at the same speed,
+/// and 16 a small model's ~40 MB higher than 4 (BENCHMARKS.md). A longer sentence's copies would
+/// add up with its length squared under a fixed quantum: this one keeps them to ~16 positions a
+/// step.
 int64_t capacity_for(int64_t positions) {
-  return (positions + kCapacityQuantum - 1) / kCapacityQuantum * kCapacityQuantum;
+  int64_t quantum = 2;
+  while (quantum * 16 <= positions) quantum *= 2;
+  return (positions + quantum - 1) / quantum * quantum;
 }
 
 /// Writes x [N, H, 1, Dh] into rows 0..N-1 at position `step` of buffer [capacity, W, H, Dh] of
@@ -29,7 +47,7 @@ int64_t capacity_for(int64_t positions) {
 void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step, torch::Dtype dtype) {
   if (!buffer.defined() || step >= buffer.size(0)) {
     const int64_t width = buffer.defined() ? buffer.size(1) : x.size(0);
-    auto grown = torch::empty({capacity_for(step + 1), width, x.size(1), x.size(3)}, x.options().dtype(dtype));
+    auto grown = cache_buffer({capacity_for(step + 1), width, x.size(1), x.size(3)}, x.options().dtype(dtype));
     if (buffer.defined() && step > 0) grown.narrow(0, 0, step).copy_(buffer.narrow(0, 0, step));
     buffer = grown;
   }
@@ -93,7 +111,7 @@ torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slo
                                int64_t filled, int64_t added) {
   torch::NoGradGuard no_grad;
   const int64_t kept = filled - first;
-  auto out = torch::empty({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
+  auto out = cache_buffer({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
   if (kept <= 0) return out;
   if (added > 0) out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
   if (slots.identity()) {

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "runtime/page_pool.h"
+
 // jemalloc's control interface, weak: resolved only when the program links jemalloc (tfm does,
 // the test programs do not).
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) __attribute__((weak));
@@ -12,6 +14,7 @@ extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp
 namespace tfm {
 
 bool release_free_memory() {
+  PagePool::shared().release_free();
   if (mallctl == nullptr) return false;
   // MALLCTL_ARENAS_ALL (4096): purge the unused dirty pages of every arena.
   return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;
@@ -38,6 +41,7 @@ bool set_decay(const std::string& kind, ssize_t milliseconds) {
 }  // namespace
 
 bool return_freed_memory_after(long milliseconds) {
+  PagePool::shared().release_free_after(milliseconds);
   if (mallctl == nullptr) return false;
   const bool dirty = set_decay("dirty", milliseconds);
   return set_decay("muzzy", milliseconds) && dirty;

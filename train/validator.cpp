@@ -11,6 +11,7 @@
 #include "metrics/bleu.h"
 #include "model/teacher_forcing_loss.h"
 #include "runtime/errors.h"
+#include "runtime/page_pool.h"
 #include "runtime/precision.h"
 #include "text/special_ids.h"
 #include "translation/translator.h"
@@ -70,6 +71,9 @@ ValidationResult Validator::run(Transformer model, const Shard& valid) const {
   Translator translator({model}, tokenizer_, translator_options, device_);
   std::vector<std::string> hypotheses;
   for (const auto& translation : translator.translate(sources)) hypotheses.push_back(translation.text());
+  // The decoder's caches came from the page pool, which would keep them through the updates until
+  // the next validation: training's own tensors get those pages instead.
+  PagePool::shared().release_free();
   result.bleu = corpus_bleu(hypotheses, {references}, BleuOptions()).score;
   result.sentences = static_cast<int64_t>(sources.size());
   model->train();

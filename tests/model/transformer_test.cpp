@@ -11,6 +11,7 @@
 #include "model/length_chunks.h"
 #include "model/loss.h"
 #include "runtime/kernels.h"
+#include "runtime/page_pool.h"
 #include "tests/model/model_test_support.h"
 #include "tests/tensor_assert.h"
 #include "text/special_ids.h"
@@ -274,6 +275,7 @@ TEST(Transformer, ReordersOfFourBeamsEqualOneRowPerMemory) {
   step_both(4);
   step_both(5);
   const void* cache_before = shared.layers.front().self_k.data_ptr();
+  // Neither reorder moves a key: each is checked before the next step (which may grow the caches).
   // Sentence 0: a shift (row 1 <- 0 directly, rows 2, 3 through the buffer); sentence 1: a cycle;
   // sentence 2: every row from its best one.
   const auto moves = torch::tensor({0, 0, 1, 2, 5, 6, 7, 4, 9, 9, 9, 9}, torch::kLong);
@@ -281,6 +283,7 @@ TEST(Transformer, ReordersOfFourBeamsEqualOneRowPerMemory) {
   copied.reorder(moves, /*same_memory=*/true);
   ASSERT_EQ(shared.layers.front().self_k.data_ptr(), cache_before);
   step_both(6);
+  cache_before = shared.layers.front().self_k.data_ptr();
   const auto drop_first = torch::tensor({7, 4, 4, 5, 8, 11, 10, 8}, torch::kLong);  // sentence 0 finished
   shared.reorder(drop_first);
   copied.reorder(drop_first);
@@ -392,6 +395,31 @@ TEST(Transformer, FullCachesGrowWithOnlyTheRowsStillDecoding) {
     EXPECT_EQ(layer.self_v.size(1), 3);
   }
   EXPECT_TRUE(state.cache_slots.identity());
+}
+
+TEST(Transformer, CachesComeFromThePagePoolAndGoBackToIt) {
+  if (!PagePool::available()) GTEST_SKIP() << "PagePool needs Linux's mmap and mremap";
+  // The self-attention caches grow every few steps and lose finished rows: a pool whose regions
+  // serve any size lets a second batch of the same shape decode in the memory the first used.
+  auto model = eval_model(tiny_config());
+  const auto source = random_ids(6, 7, 23, 11);
+  auto& pool = PagePool::shared();
+  const size_t lent_before = pool.lent_bytes();
+  const auto decode = [&] {
+    auto state = model->start_decoding(model->encode(source));
+    for (int64_t step = 0; step < 14; ++step) {
+      model->step(torch::full({state.rows()}, step == 0 ? kBosId : 4 + step, torch::kLong), state);
+      if (step == 5) state.reorder(torch::tensor({0, 2, 4, 5}));  // two sentences finish
+      if (step == 9) state.reorder(torch::tensor({1, 3}));
+    }
+    EXPECT_GT(pool.lent_bytes(), lent_before) << "the caches are the pool's";
+  };
+  decode();
+  EXPECT_EQ(pool.lent_bytes(), lent_before) << "a finished state gives its caches back";
+  const size_t held_after_first = pool.held_bytes();
+  decode();
+  EXPECT_EQ(pool.lent_bytes(), lent_before);
+  EXPECT_LE(pool.held_bytes(), held_after_first) << "the second batch reused the first one's regions";
 }
 
 TEST_P(BothKernels, LabelSmoothingEqualsLibTorchCrossEntropy) {

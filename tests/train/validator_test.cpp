@@ -7,6 +7,7 @@
 
 #include "data/batching.h"
 #include "model/loss.h"
+#include "runtime/page_pool.h"
 #include "runtime/precision.h"
 #include "tests/train/train_test_support.h"
 #include "text/special_ids.h"
@@ -23,6 +24,7 @@ TEST(Validator, LossIsPerTargetTokenOverAllBatchesAndBleuIsScored) {
   const Validator validator(task.options, task.data.tokenizer, torch::kCPU);
   const ValidationResult result = validator.run(model, task.data.train[0]);
   EXPECT_TRUE(model->is_training()) << "the model is left as it was found";
+  EXPECT_EQ(PagePool::shared().held_bytes(), 0U) << "the decoder's caches went back to the system";
   // The same loss computed directly over one batch of every pair.
   model->eval();
   torch::NoGradGuard no_grad;
