@@ -32,10 +32,10 @@ torch::Tensor cache_buffer(at::IntArrayRef sizes, const torch::TensorOptions& op
 /// below 64, 8 below 128 and so on. A cache grows (a new buffer and a copy of the filled positions
 /// of the rows still decoding) once every quantum steps and holds at most quantum - 1 unfilled
 /// positions. Caches are most of a large batch's heap, and it peaks while most rows still decode:
-/// a quantum of 4 held a base-size model's default batch ~40 MB higher than 2, at the same speed,
-/// and 16 a small model's ~40 MB higher than 4 (BENCHMARKS.md). A longer sentence's copies would
-/// add up with its length squared under a fixed quantum: this one keeps them to ~16 positions a
-/// step.
+/// a quantum of 4 held a base-size model's default batch higher than 2 did, and 16 a small model's
+/// higher than 4, at speeds within the runs' spread (BENCHMARKS.md). Under a fixed quantum a long
+/// sentence's copies would add up with its length squared; this one keeps them near 16 positions
+/// a step.
 int64_t capacity_for(int64_t positions) {
   int64_t quantum = 2;
   while (quantum * 16 <= positions) quantum *= 2;
