@@ -100,30 +100,29 @@ void PagePool::release_free_after(long milliseconds) {
 }
 
 void PagePool::release_stale() {
-  if (release_after_ms_ < 0) return;
-  const auto before = Clock::now() - std::chrono::milliseconds(release_after_ms_);
+  if (release_after_ms_ >= 0) unmap_free_regions(Clock::now() - std::chrono::milliseconds(release_after_ms_));
+}
+
+size_t PagePool::unmap_free_regions(Clock::time_point given_back_by) {
+  size_t released = 0;
   for (auto it = free_.begin(); it != free_.end();) {
-    if (it->second.given_back > before) {
+    if (it->second.given_back > given_back_by) {
       ++it;
       continue;
     }
 #if defined(__linux__)
     munmap(it->second.region, it->first);
 #endif
-    free_bytes_ -= it->first;
+    released += it->first;
     it = free_.erase(it);
   }
+  free_bytes_ -= released;
+  return released;
 }
 
 size_t PagePool::release_free() {
   const std::lock_guard<std::mutex> lock(mutex_);
-  const size_t released = free_bytes_;
-#if defined(__linux__)
-  for (const auto& [size, free] : free_) munmap(free.region, size);
-#endif
-  free_.clear();
-  free_bytes_ = 0;
-  return released;
+  return unmap_free_regions(Clock::time_point::max());
 }
 
 size_t PagePool::lent_bytes() const {

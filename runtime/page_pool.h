@@ -56,6 +56,8 @@ class PagePool {
   };
   /// Unmaps the free regions given back before now - release_after_ms_ (mutex_ held).
   void release_stale();
+  /// Unmaps the free regions given back at `given_back_by` or before (mutex_ held); -> their bytes.
+  size_t unmap_free_regions(Clock::time_point given_back_by);
 
   mutable std::mutex mutex_;
   std::multimap<size_t, FreeRegion> free_;  // size -> region
