@@ -11,6 +11,7 @@
 
 #include "model/bfloat16_rounding.h"
 #include "runtime/page_pool.h"
+#include "runtime/streaming_copy.h"
 
 namespace tfm {
 namespace {
@@ -103,6 +104,11 @@ torch::Tensor reorder_filled(const torch::Tensor& buffer, const torch::Tensor& i
   return out;
 }
 
+/// Cache buffers from this size on are gathered with streaming stores (runtime/streaming_copy.h):
+/// a large batch's caches, hundreds of MB that the next step reads from memory anyway. A beam's
+/// few rows stay in the CPU's caches for the next step's attention.
+constexpr int64_t kStreamedCacheBytes = int64_t{1} << 20;
+
 /// A new time-major cache [capacity, rows + added, H, Dh] holding positions first .. filled-1 of
 /// `cache` [capacity, W, H, Dh] as positions 0 .. filled-first-1: row n's from cache row
 /// slots.slot(n, t), one copy of H x Dh per row and position; the `added` rows after them read
@@ -114,7 +120,8 @@ torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slo
   auto out = cache_buffer({capacity_for(kept + 1), rows + added, cache.size(2), cache.size(3)}, cache.options());
   if (kept <= 0) return out;
   if (added > 0) out.narrow(0, 0, kept).narrow(1, rows, added).zero_();
-  if (slots.identity()) {
+  const bool streamed = cache.is_cpu() && cache.is_contiguous() && out.nbytes() >= kStreamedCacheBytes;
+  if (slots.identity() && !streamed) {
     out.narrow(0, 0, kept).narrow(1, 0, rows).copy_(cache.narrow(0, first, kept).narrow(1, 0, rows));
     return out;
   }
@@ -128,9 +135,15 @@ torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slo
   at::parallel_for(0, kept * rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / rows, n = i % rows;
-      std::memcpy(to + t * to_position + n * row_bytes,
-                  from + (first + t) * from_position + slots.slot(n, first + t) * row_bytes, row_bytes);
+      char* row = to + t * to_position + n * row_bytes;
+      const char* source = from + (first + t) * from_position + slots.slot(n, first + t) * row_bytes;
+      if (streamed) {
+        streaming_copy(row, source, static_cast<size_t>(row_bytes));
+      } else {
+        std::memcpy(row, source, static_cast<size_t>(row_bytes));
+      }
     }
+    if (streamed) streaming_fence();  // before the region ends and the caller reads the rows
   });
   return out;
 }
