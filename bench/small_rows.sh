@@ -2,7 +2,8 @@
 # A decoding step's products at a beam's few rows (bench/small_rows_bench.cpp): microseconds a call
 # and weight bytes streamed per second, each shape alone (its weight warm in cache) and a whole
 # step's in turn (every layer's own weights, as a step streams them), on one thread and on all.
-# At batch 1 a float32 step is bound by these bytes; compare figures from one machine only.
+# At batch 1 a float32 step is bound by these bytes: beside the step, a plain read of as many bytes
+# gives the memory's rate it approaches. Compare figures from one machine only.
 #   bench/small_rows.sh BUILD_DIR [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS] [DEAD]
 # DEAD (default 0.64): the share of the feed-forward output's inputs that are zero in every row, as a
 # ReLU leaves them at a beam's 4 rows; 0 sums every input, as products did before skipping them.

@@ -62,6 +62,22 @@ int main(int argc, char** argv) {
       });
       std::printf("  a step of %lld layers: %8.2f us %7.1f GB/s (%.1f MB)\n", static_cast<long long>(layers),
                   step_ms * 1000, step_bytes / (step_ms * 1e6), step_bytes / 1e6);
+      // The bound a step's products approach: a plain read of as many bytes, from as far as the
+      // step's weights once they outgrow L3 (eight sums a thread, two loads a cycle outrun memory).
+      const auto plain = torch::ones({static_cast<int64_t>(step_bytes / 8)}, torch::kLong);
+      const int64_t* words = plain.data_ptr<int64_t>();
+      std::vector<int64_t> sums(64 * threads);  // a cache line apart
+      const double read_ms = tfm::bench::best_ms(50, [&] {
+        at::parallel_for(0, plain.numel() / 8, 4096, [&](int64_t begin, int64_t end) {
+          int64_t s[8] = {};
+          for (int64_t i = begin; i < end; ++i) {
+            for (int j = 0; j < 8; ++j) s[j] += words[8 * i + j];
+          }
+          sums[64 * at::get_thread_num()] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+        });
+      });
+      std::printf("  a plain read of as many bytes: %8.2f us %7.1f GB/s\n", read_ms * 1000,
+                  step_bytes / (read_ms * 1e6));
       for (size_t i = 0; i < shapes.size(); ++i) {
         const auto [out, in] = shapes[i];
         const tfm::PackedWeight weight(torch::randn({out, in}).to(dtype));
