@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <string>
 #include <vector>
 
 #include "model/decoder_state.h"

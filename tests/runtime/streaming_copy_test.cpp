@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <numeric>
-#include <vector>
+#include <iterator>
+#include <string>
 
 namespace tfm {
 namespace {
