@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A decoding step's products at a beam's few rows (bench/small_rows_bench.cpp): microseconds a call
-# and weight bytes streamed per second, each shape alone (its weight warm in cache) and a whole
-# step's in turn (every layer's own weights, as a step streams them), on one thread and on all.
+# and weight bytes streamed per second, each shape alone (its weight warm in cache, and copies of it
+# called in turn so that it comes from memory) and a whole step's in turn (every layer's own weights,
+# as a step streams them), on one thread and on all.
 # At batch 1 a float32 step is bound by these bytes: beside the step, a plain read of as many bytes
 # gives the memory's rate it approaches. Compare figures from one machine only.
 #   bench/small_rows.sh BUILD_DIR [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS] [DEAD]

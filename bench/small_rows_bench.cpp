@@ -1,6 +1,6 @@
 // A decoding step's products at a beam's few rows: microseconds a call and the weight bytes
-// streamed per second, for each of a small Transformer's shapes, float32 and (where native)
-// bfloat16, on one thread and on all. Only for bench/small_rows.sh.
+// streamed per second, for each of a small Transformer's shapes from memory and warm in cache,
+// float32 and (where native) bfloat16, on one thread and on all. Only for bench/small_rows.sh.
 //   tfm-small-rows-bench [ROWS] [D_MODEL] [D_FF] [VOCABULARY] [LAYERS] [DEAD]
 // DEAD: the share of the feed-forward output's inputs zero in every row (0: every input summed).
 #include <ATen/Parallel.h>
@@ -78,6 +78,25 @@ int main(int argc, char** argv) {
       });
       std::printf("  a plain read of as many bytes: %8.2f us %7.1f GB/s\n", read_ms * 1000,
                   step_bytes / (read_ms * 1e6));
+      // Each shape from memory: copies of its weight, enough to outgrow L3, called in turn, so
+      // that a shape's read rate shows where a step's falls short of the plain read's.
+      constexpr double kBeyondCache = 96e6;  // bytes
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const auto [out, in] = shapes[i];
+        const double bytes = static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+        std::vector<tfm::PackedWeight> copies;
+        for (double held = 0; held < kBeyondCache; held += bytes)
+          copies.emplace_back(torch::randn({out, in}).to(dtype));
+        const auto bias = torch::randn({out}).to(dtype);
+        const auto x = input(i, dtype);
+        const double ms = tfm::bench::best_ms(5,
+                                              [&] {
+                                                for (const auto& copy : copies) copy.linear(x, bias);
+                                              }) /
+                          static_cast<double>(copies.size());
+        std::printf("  %-11s [%5lld x %5lld] from memory %8.2f us %7.1f GB/s\n", names[i], static_cast<long long>(out),
+                    static_cast<long long>(in), ms * 1000, bytes / (ms * 1e6));
+      }
       for (size_t i = 0; i < shapes.size(); ++i) {
         const auto [out, in] = shapes[i];
         const tfm::PackedWeight weight(torch::randn({out, in}).to(dtype));
