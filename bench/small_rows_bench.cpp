@@ -89,11 +89,10 @@ int main(int argc, char** argv) {
           copies.emplace_back(torch::randn({out, in}).to(dtype));
         const auto bias = torch::randn({out}).to(dtype);
         const auto x = input(i, dtype);
-        const double ms = tfm::bench::best_ms(5,
-                                              [&] {
-                                                for (const auto& copy : copies) copy.linear(x, bias);
-                                              }) /
-                          static_cast<double>(copies.size());
+        const auto every_copy = [&] {
+          for (const auto& copy : copies) copy.linear(x, bias);
+        };
+        const double ms = tfm::bench::best_ms(5, every_copy) / static_cast<double>(copies.size());
         std::printf("  %-11s [%5lld x %5lld] from memory %8.2f us %7.1f GB/s\n", names[i], static_cast<long long>(out),
                     static_cast<long long>(in), ms * 1000, bytes / (ms * 1e6));
       }
