@@ -15,6 +15,15 @@
 #include "model/packed_weight.h"
 #include "model/small_rows_product.h"
 
+namespace {
+
+/// Bytes of an [out, in] weight in `dtype` (float32 or bfloat16): what a product streams.
+double weight_bytes(int64_t out, int64_t in, torch::ScalarType dtype) {
+  return static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 4;
   const int64_t d = argc > 2 ? std::atoll(argv[2]) : 256;
@@ -54,7 +63,7 @@ int main(int argc, char** argv) {
           step.emplace_back(torch::randn({out, in}).to(dtype));
           step_biases.push_back(torch::randn({out}).to(dtype));
           step_inputs.push_back(input(i, dtype));
-          step_bytes += static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+          step_bytes += weight_bytes(out, in, dtype);
         }
       }
       const double step_ms = tfm::bench::best_ms(200, [&] {
@@ -83,7 +92,7 @@ int main(int argc, char** argv) {
       constexpr double kBeyondCache = 96e6;  // bytes
       for (size_t i = 0; i < shapes.size(); ++i) {
         const auto [out, in] = shapes[i];
-        const double bytes = static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+        const double bytes = weight_bytes(out, in, dtype);
         std::vector<tfm::PackedWeight> copies;
         for (double held = 0; held < kBeyondCache; held += bytes)
           copies.emplace_back(torch::randn({out, in}).to(dtype));
@@ -102,7 +111,7 @@ int main(int argc, char** argv) {
         const auto bias = torch::randn({out}).to(dtype);
         const auto x = input(i, dtype);
         const double ms = tfm::bench::best_ms(2000, [&] { weight.linear(x, bias); });
-        const double bytes = static_cast<double>(out * in) * (dtype == torch::kFloat32 ? 4 : 2);
+        const double bytes = weight_bytes(out, in, dtype);
         std::printf("  %-11s [%5lld x %5lld] %8.2f us %7.1f GB/s\n", names[i], static_cast<long long>(out),
                     static_cast<long long>(in), ms * 1000, bytes / (ms * 1e6));
       }
