@@ -1,0 +1,90 @@
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+
+#include <ATen/Parallel.h>
+
+namespace tfm {
+
+/// The bytes a parallel loop reads (a product's weight): what a team's idle threads read ahead.
+struct LoopBytes {
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+/// LibTorch's threads held in one parallel region for a whole search at a few rows: the calling
+/// thread runs the search, the others serve its parallel loops (team_parallel_for) and, between
+/// loops, read into their caches the weight of the product that came next last time.
+///
+/// Why: at a beam's few rows a product streams its weight from memory at the memory's rate, and
+/// between products the calling thread's serial work (attention, norms, the beam's bookkeeping)
+/// left the memory idle while the other threads spun in LibTorch's pool. Weights read ahead then
+/// come from the caches, twice as fast (BENCHMARKS.md). Inside the region LibTorch's own parallel
+/// loops run on the calling thread alone, so a team pays only where the search's loops go through
+/// team_parallel_for: decoding at a few rows on the CPU.
+class StepTeam {
+ public:
+  /// Runs body() on the calling thread while LibTorch's other threads (at::get_num_threads() in
+  /// all) serve it as a team; with one thread, inside a parallel region or a team already, body()
+  /// runs alone. body's exception, if any, is rethrown once the team is released.
+  static void hold(const std::function<void()>& body);
+
+  /// The team the calling thread holds, or nullptr.
+  static StepTeam* of_this_thread();
+
+  /// share(begin, end) over [0, count) in contiguous shares, split as at::parallel_for splits
+  /// them (at least `grain` a share, the calling thread's first); returns once every share is
+  /// done and rethrows the first share's exception. `reads`: the bytes the loop reads, by which
+  /// the team learns which loop follows which (nullptr data: a loop not to learn).
+  void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
+                    LoopBytes reads = {});
+
+  int members() const { return members_; }
+
+ private:
+  explicit StepTeam(int members) : members_(members) {}
+  /// A member's life in the region: serve loops, read ahead between them, until released.
+  void serve(int member);
+  /// The members that take a share of `count` items at `grain` a share at least.
+  int sharing(int64_t count, int64_t grain) const;
+  /// [begin, end) of `member`'s share of `count` among `sharing`.
+  static std::pair<int64_t, int64_t> share_of(int member, int sharing, int64_t count);
+  /// The bytes of the loop that followed the one reading `reads` last time, or none.
+  LoopBytes learn(LoopBytes reads);
+  void release();
+
+  const int members_;                // the calling thread and the others
+  std::atomic<uint64_t> posted_{0};  // loops posted; a change wakes the members
+  std::atomic<uint64_t> ended_{0};   // the last posted loop whose every share is done
+  std::atomic<int> done_{0};         // members done with the posted loop
+  std::atomic<bool> released_{false};
+  // The posted loop: written before posted_ changes, read by the members after.
+  const std::function<void(int64_t, int64_t)>* share_ = nullptr;
+  int64_t count_ = 0;
+  int sharing_ = 0;
+  LoopBytes ahead_;            // what the members read once the loop has ended
+  std::exception_ptr failed_;  // the first member's exception
+  std::atomic<bool> failing_{false};
+  // Which loop followed which, by the bytes they read: learned in a search's first step.
+  std::unordered_map<const void*, LoopBytes> next_;
+  const void* last_ = nullptr;
+};
+
+/// at::parallel_for, or the loop of the team the calling thread holds (StepTeam), which splits
+/// [begin, end) the same way.
+template <typename F>
+void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, LoopBytes reads = {}) {
+  if (StepTeam* team = StepTeam::of_this_thread(); team != nullptr && end > begin) {
+    const std::function<void(int64_t, int64_t)> share = [&](int64_t b, int64_t e) { f(begin + b, begin + e); };
+    team->parallel_for(end - begin, grain, share, reads);
+    return;
+  }
+  at::parallel_for(begin, end, grain, f);
+}
+
+}  // namespace tfm
