@@ -1,4 +1,5 @@
 #include "decode/beam_top_k.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <limits>
@@ -113,7 +114,7 @@ void select_all(const torch::Tensor& cells, const torch::Tensor& offsets, const 
                            beam,
                            scores.size(1),
                            block_maxima.defined() ? block_maxima.size(1) : 0};
-  at::parallel_for(0, scores.size(0), 1, [&](int64_t begin, int64_t end) { select_range(views, begin, end); });
+  team_parallel_for(0, scores.size(0), 1, [&](int64_t begin, int64_t end) { select_range(views, begin, end); });
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 #include "decode/search_strategy.h"
 #include "model/linear.h"
 #include "model/parameter_init.h"
+#include "model/small_rows_product.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/parallel_jobs.h"
+#include "runtime/step_team.h"
 #include "text/option_names.h"
 #include "text/special_ids.h"
 
@@ -337,6 +339,14 @@ AttentionMaps IdTranslator::attention(const std::vector<int64_t>& source_ids,
   return probe_attention(models_.front(), source_ids, hypothesis_ids, device_);
 }
 
+bool IdTranslator::holds_step_team(int64_t rows) const {
+  // Every parallel loop of such a search goes through team_parallel_for: the small-rows products
+  // (float32, bfloat16) or the int8 ones, attention and the beam's. Above it oneDNN's products
+  // would run on the calling thread alone inside the team's region.
+  if (!options_.step_team || !device_.is_cpu() || rows > SmallRowsProduct::kMaxRows) return false;
+  return options_.quantize_int8 || SmallRowsProduct::takes(scalar_type(options_.precision), rows);
+}
+
 void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
                                    SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out) {
   const auto batch = static_cast<int64_t>(rows.size());
@@ -349,8 +359,16 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
            " source positions (" + std::to_string(batch * longest) + " padded tokens, beam " + std::to_string(beam) +
            ")";
   };
-  auto results = naming_batch_on_out_of_memory(describe_batch,
-                                               [&] { return search.search(*scorer, source.to(device_), lengths); });
+  auto results = naming_batch_on_out_of_memory(describe_batch, [&] {
+    std::vector<std::vector<Hypothesis>> found;
+    const auto search_batch = [&] { found = search.search(*scorer, source.to(device_), lengths); };
+    if (holds_step_team(batch * std::max(beam, longest))) {
+      StepTeam::hold(search_batch);
+    } else {
+      search_batch();
+    }
+    return found;
+  });
   for (int64_t b = 0; b < batch; ++b) {
     if (!results[b].empty()) target_tokens_.value += static_cast<int64_t>(results[b].front().tokens.size());
     out[rows[b]].nbest = std::move(results[b]);

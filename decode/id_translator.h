@@ -29,6 +29,10 @@ struct TranslatorOptions {
   /// parts of a step that do not split across threads (BENCHMARKS.md). Sampling decodes one batch
   /// at a time: its draws go on from batch to batch. CPU only: on a GPU one batch at a time.
   int64_t workers = 1;
+  /// Searches at a few rows on the CPU hold LibTorch's threads as one team from start to end,
+  /// which read the next product's weight ahead while the calling thread's serial work leaves
+  /// the memory idle (runtime/step_team.h). Off: every loop wakes LibTorch's pool as elsewhere.
+  bool step_team = true;
 };
 
 void validate(const TranslatorOptions& options);
@@ -124,6 +128,9 @@ class IdTranslator {
   /// positions cannot place more. Longer sources are truncated to it and flagged.
   int64_t source_limit() const { return source_limit_; }
   int64_t target_tokens() const { return target_tokens_.value; }  // subwords produced so far (best hypotheses)
+  /// Whether a search of at most `rows` rows (its encoder's padded tokens or its beams' rows)
+  /// holds a StepTeam: with step_team on the CPU, where every loop of the search is the team's.
+  bool holds_step_team(int64_t rows) const;
 
  private:
   friend class IdTranslationStream;

@@ -1,4 +1,5 @@
 #include "model/attention_softmax.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -90,10 +91,11 @@ class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
                            noise.defined() ? weights.data_ptr<BFloat16>() : nullptr,
                            width,
                            static_cast<float>(scale)};
-    at::parallel_for(0, scores.numel() / std::max<int64_t>(1, width), grain_of(width), [&](int64_t begin, int64_t end) {
-      std::vector<float> buffer(static_cast<size_t>(width));
-      softmax_rows(rows, begin, end, buffer.data());
-    });
+    team_parallel_for(0, scores.numel() / std::max<int64_t>(1, width), grain_of(width),
+                      [&](int64_t begin, int64_t end) {
+                        std::vector<float> buffer(static_cast<size_t>(width));
+                        softmax_rows(rows, begin, end, buffer.data());
+                      });
     ctx->save_for_backward({probs, noise_or_empty});
     ctx->saved_data["scale"] = scale;
     return weights;
@@ -113,8 +115,8 @@ class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
                             grad_scores.data_ptr<BFloat16>(),
                             width,
                             static_cast<float>(ctx->saved_data["scale"].toDouble())};
-    at::parallel_for(0, probs.numel() / std::max<int64_t>(1, width), grain_of(width),
-                     [&](int64_t begin, int64_t end) { softmax_gradient_rows(rows, begin, end); });
+    team_parallel_for(0, probs.numel() / std::max<int64_t>(1, width), grain_of(width),
+                      [&](int64_t begin, int64_t end) { softmax_gradient_rows(rows, begin, end); });
     return {grad_scores, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

@@ -1,4 +1,5 @@
 #include "model/decoder_state.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cstring>
@@ -67,7 +68,7 @@ void write_position(torch::Tensor& buffer, const torch::Tensor& x, int64_t step,
     auto* to = static_cast<char*>(buffer.data_ptr()) + step * buffer.stride(0) * buffer.element_size();
     const int64_t from_row = x.stride(0) * x.element_size();
     const int64_t grain = std::max<int64_t>(1, 65536 / row_bytes);  // a step's few rows: the calling thread
-    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    team_parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {
         if (same_dtype) {
           std::memcpy(to + n * row_bytes, from + n * from_row, row_bytes);
@@ -132,7 +133,7 @@ torch::Tensor gather_positions(const torch::Tensor& cache, const CacheSlots& slo
   const auto* from = static_cast<const char*>(cache.data_ptr());
   auto* to = static_cast<char*>(out.data_ptr());
   const int64_t grain = std::max<int64_t>(1, 32768 / row_bytes);
-  at::parallel_for(0, kept * rows, grain, [&](int64_t begin, int64_t end) {
+  team_parallel_for(0, kept * rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / rows, n = i % rows;
       char* row = to + t * to_position + n * row_bytes;

@@ -1,4 +1,5 @@
 #include "model/embedding_rows.h"
+#include "runtime/step_team.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
@@ -24,7 +25,7 @@ void embed(const torch::Tensor& table, const torch::Tensor& ids, float scale, co
                       vocabulary, " rows");
   }
   // As LibTorch parallelizes an elementwise op: a decoding step's few rows stay on this thread.
-  at::parallel_for(0, count, std::max<int64_t>(1, at::internal::GRAIN_SIZE / dim), [&](int64_t begin, int64_t end) {
+  team_parallel_for(0, count, std::max<int64_t>(1, at::internal::GRAIN_SIZE / dim), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const T* token = tokens + id[n] * dim;
       const P* at = position + position_rows[n] * dim;

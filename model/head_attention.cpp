@@ -1,4 +1,5 @@
 #include "model/head_attention.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -307,7 +308,7 @@ class HeadAttention : public torch::autograd::Function<HeadAttention> {
 
   template <typename Kernel>
   static void for_each_head(const Problem& p, int64_t batch, Kernel kernel) {
-    at::parallel_for(0, batch, kTaskGrain, [&](int64_t begin, int64_t end) {
+    team_parallel_for(0, batch, kTaskGrain, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(static_cast<size_t>(scratch_floats(p)));
       kernel(begin, end, scratch.data());
     });

@@ -1,4 +1,5 @@
 #include "model/int8_weight.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -149,7 +150,7 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {
   auto quantized = torch::empty({m, k}, input.options().dtype(torch::kByte));  // [m, k]
   uint8_t* quantized_rows = quantized.data_ptr<uint8_t>();
   std::vector<fbgemm::TensorQuantizationParams> params(static_cast<size_t>(m));
-  at::parallel_for(0, m, std::max<int64_t>(1, 16384 / k), [&](int64_t begin, int64_t end) {
+  team_parallel_for(0, m, std::max<int64_t>(1, 16384 / k), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) params[i] = quantize_row(rows + i * k, k, quantized_rows + i * k);
   });
   const float* bias = w.bias.defined() ? w.bias.data_ptr<float>() : nullptr;
@@ -164,7 +165,7 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {
   for (int64_t first = 0; first < m; first += kBlockRows) {
     const auto count = static_cast<int32_t>(std::min(kBlockRows, m - first));
     for (const auto& panel : w.panels) {
-      at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+      team_parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
         fbgemm::PackAMatrix<uint8_t> packed_rows(fbgemm::matrix_op_t::NoTranspose, count, static_cast<int32_t>(k),
                                                  quantized_rows + first * k, static_cast<int32_t>(k));
         fbgemm::DoNothing<int32_t, int32_t> nothing_more;
@@ -174,7 +175,7 @@ torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {
                                static_cast<int>(thread), threads);
         }
       });
-      at::parallel_for(0, count, std::max<int64_t>(1, 8192 / panel.count), [&](int64_t begin, int64_t end) {
+      team_parallel_for(0, count, std::max<int64_t>(1, 8192 / panel.count), [&](int64_t begin, int64_t end) {
         const PanelColumns columns{w.scales.data() + panel.first, w.zero_points.data() + panel.first,
                                    w.column_sums.data() + panel.first, bias != nullptr ? bias + panel.first : nullptr,
                                    panel.count};

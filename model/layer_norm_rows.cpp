@@ -1,4 +1,5 @@
 #include "model/layer_norm_rows.h"
+#include "runtime/step_team.h"
 
 #include <optional>
 
@@ -39,7 +40,7 @@ void add_into(torch::Tensor& into, const torch::Tensor& other) {
   }
   float* sums = into.data_ptr<float>();
   const float* added = other.data_ptr<float>();
-  at::parallel_for(0, into.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+  team_parallel_for(0, into.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) sums[i] += added[i];
   });
 }

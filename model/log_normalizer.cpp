@@ -1,4 +1,5 @@
 #include "model/log_normalizer.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -47,7 +48,7 @@ void normalize_all(const torch::Tensor& rows, LogNormalizers& out) {
   const NormalizerViews<T> views{rows.data_ptr<T>(), out.normalizers.data_ptr<float>(),
                                  out.block_maxima.data_ptr<float>(), rows.size(1), out.block_maxima.size(1)};
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, views.width));
-  at::parallel_for(0, rows.size(0), grain, [&](int64_t begin, int64_t end) { normalize_rows(views, begin, end); });
+  team_parallel_for(0, rows.size(0), grain, [&](int64_t begin, int64_t end) { normalize_rows(views, begin, end); });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "model/shortlist_columns.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,7 +35,7 @@ TFM_VECTOR_CLONES void add_row(const T* row, int64_t dim, double* sum) {
 template <typename T>
 void sum_listed_rows(const T* matrix, int64_t vocab, int64_t dim, const int64_t* ids, int64_t lists, int64_t width,
                      double* sums, int64_t* counts) {
-  at::parallel_for(0, lists, 1, [&](int64_t begin, int64_t end) {
+  team_parallel_for(0, lists, 1, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       double* sum = sums + m * dim;
       std::fill(sum, sum + dim, 0.0);

@@ -1,4 +1,5 @@
 #include "model/shortlist_logits.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <limits>
@@ -288,14 +289,14 @@ void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const S
   if constexpr (std::is_same_v<T, float>) {
     if (int8 != nullptr) {
       const Int8ListedViews b{a.hidden, int8, a.candidates, a.listed, a.width, a.dim, a.rows_per_list};
-      at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) {
+      team_parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) {
         int8_listed_rows(b, begin, end);
         rest_range(a, begin, end);
       });
       return;
     }
   }
-  at::parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { best_score_range(a, begin, end); });
+  team_parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { best_score_range(a, begin, end); });
 }
 
 bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns) {

@@ -83,6 +83,13 @@ bool SmallRowsProduct::supported(const torch::Tensor& weight) {
   return weight.scalar_type() == torch::kBFloat16 && weight.size(1) % 2 == 0 && cpu_has_bf16_kernels();
 }
 
+bool SmallRowsProduct::takes(torch::ScalarType dtype, int64_t rows) {
+  const bool kernels = dtype == torch::kFloat32    ? cpu_has_float_kernels()
+                       : dtype == torch::kBFloat16 ? cpu_has_bf16_kernels()
+                                                   : false;
+  return kernels && rows >= 1 && rows <= max_rows(dtype);
+}
+
 int64_t SmallRowsProduct::max_rows(torch::ScalarType dtype) {
   return dtype == torch::kBFloat16 && cpu_has_bf16_tiles() ? kMaxRowsBesideTiles : kMaxRows;
 }
@@ -103,6 +110,7 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
       holds_in_layout(w, bytes.data)) {
     weight_ = packed;  // oneDNN's own copy, read in place: no second one
     blocks_ = bytes.data;
+    reads_ = {bytes.data, static_cast<size_t>(bytes.size)};
     return;
   }
   weight_ = torch::zeros({size}, w.options());
@@ -115,6 +123,7 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
       return true;
     });
   });
+  reads_ = {blocks_, static_cast<size_t>(weight_.nbytes())};
 }
 
 template <typename Visit>
@@ -236,24 +245,27 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
   // batch 1, sharing from ~1M on left most products on one thread).
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, rows * summed * pair_ * kBlock));
-  at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
-    float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
-      const T* weight_block = weight + block * kBlock * padded_in_;
-      // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
-      if (avx2_floats && width == kBlock) {
-        const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
-        multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
-                             block == begin, reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
-      } else if (skip != nullptr && width == kBlock) {
-        multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
-      } else {
-        run_kernel(kernel(rows, width), weight_block, input, acc);
-      }
-      finish_block(acc, kBlock, bias != nullptr ? bias + first : nullptr, relu, rows, width, result + first, out_);
-    }
-  });
+  team_parallel_for(
+      0, blocks, grain,
+      [&](int64_t begin, int64_t end) {
+        float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
+        for (int64_t block = begin; block < end; ++block) {
+          const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
+          const T* weight_block = weight + block * kBlock * padded_in_;
+          // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
+          if (avx2_floats && width == kBlock) {
+            const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
+            multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
+                                 block == begin, reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
+          } else if (skip != nullptr && width == kBlock) {
+            multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
+          } else {
+            run_kernel(kernel(rows, width), weight_block, input, acc);
+          }
+          finish_block(acc, kBlock, bias != nullptr ? bias + first : nullptr, relu, rows, width, result + first, out_);
+        }
+      },
+      reads_);
 }
 
 }  // namespace tfm

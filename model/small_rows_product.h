@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "runtime/huge_pages.h"
+#include "runtime/step_team.h"
 
 namespace tfm {
 
@@ -31,6 +32,10 @@ class SmallRowsProduct {
 
   /// The most rows PackedWeight gives these kernels for a `dtype` weight on this CPU.
   static int64_t max_rows(torch::ScalarType dtype);
+
+  /// Whether PackedWeight gives products of `rows` rows of a `dtype` weight (with `in` even) to
+  /// these kernels on this CPU.
+  static bool takes(torch::ScalarType dtype, int64_t rows);
 
   /// Whether the CPU and `weight` ([out, in] float32, or bfloat16 with in even) allow it.
   static bool supported(const torch::Tensor& weight);
@@ -72,6 +77,7 @@ class SmallRowsProduct {
   static constexpr int64_t kBlock = 64;  // outputs per kernel call
   torch::Tensor weight_;                 // holds the layout above: [out rounded up to kBlock, in'] elements
   const void* blocks_ = nullptr;         // its first element
+  LoopBytes reads_;                      // weight_'s bytes: what a product streams
   int64_t out_ = 0, in_ = 0;
   torch::ScalarType dtype_;
   int64_t pair_ = 1;       // inputs side by side: 2 in bfloat16

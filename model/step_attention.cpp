@@ -1,4 +1,5 @@
 #include "model/step_attention.h"
+#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cmath>
@@ -459,7 +460,7 @@ void attend_all(const StepViews<Q, K>& a) {
   const int64_t items = a.rows * a.heads * a.queries;
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, a.keys * a.head_dim));
-  at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { best_attend_range(a, begin, end); });
+  team_parallel_for(0, items, grain, [&](int64_t begin, int64_t end) { best_attend_range(a, begin, end); });
 }
 
 /// Per row of a bias [B, 1, 1, S], the position after its last key not masked with -inf: a
