@@ -1,0 +1,90 @@
+// Batch-1 decoding with and without the step team (runtime/step_team.h), paired in one process:
+// two translators of one model, one holding a team for each search and one waking LibTorch's
+// pool for each loop, translate every line in turn, which goes first alternating by line and by
+// pass. Paired so that the host's drift, which moves separate runs by more than the difference,
+// falls on both alike. Run by bench/step_team.sh.
+//   tfm-step-team-bench MODEL SOURCE [LINES] [DTYPE] [THREADS] [PASSES]
+// DTYPE: float32, bfloat16, or int8 (float32 with int8 linear layers, `--quantize int8`).
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/model_file.h"
+#include "runtime/precision.h"
+#include "tokenizer/tokenizer.h"
+#include "translation/translator.h"
+
+namespace {
+
+std::vector<std::string> first_lines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < count && std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The benchmark: prints its figures, returns the exit code.
+int run(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS] [PASSES]\n", argv[0]);
+    return 2;
+  }
+  const auto lines = first_lines(argv[2], argc > 3 ? std::stoul(argv[3]) : 100);
+  const std::string dtype = argc > 4 ? argv[4] : "float32";
+  const int threads = argc > 5 ? std::stoi(argv[5]) : 2;
+  const int passes = argc > 6 ? std::stoi(argv[6]) : 3;
+  at::set_num_threads(threads);
+  auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
+  const auto tokenizer = tfm::Tokenizer::from_serialized(loaded.tokenizer_proto);
+  std::vector<std::unique_ptr<tfm::Translator>> translators;  // [0]: with the team, [1]: without
+  for (const bool team : {true, false}) {
+    tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
+    options.search.length_penalty = 0.6;
+    options.quantize_int8 = dtype == "int8";
+    options.precision = tfm::parse_precision(options.quantize_int8 ? "float32" : dtype);
+    options.step_team = team;
+    translators.push_back(std::make_unique<tfm::Translator>(std::vector<tfm::Transformer>{loaded.model}, tokenizer,
+                                                            options, torch::kCPU));
+  }
+  std::array<double, 2> ms{0, 0};
+  int64_t differing = 0;
+  for (int pass = 0; pass <= passes; ++pass) {  // pass 0 warms up: allocations, kernels for every row count
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::array<std::string, 2> outputs;
+      for (size_t turn = 0; turn < 2; ++turn) {
+        const size_t which = (turn + i + static_cast<size_t>(pass)) % 2;
+        const auto start = std::chrono::steady_clock::now();
+        const auto translated = translators[which]->translate({lines[i]});
+        const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+        if (pass > 0) ms[which] += spent.count();
+        outputs[which] = translated[0].text();
+      }
+      if (pass == 0 && outputs[0] != outputs[1]) ++differing;
+    }
+  }
+  const double sentences = static_cast<double>(passes) * static_cast<double>(lines.size());
+  std::printf(
+      "%s, %zu sentences one at a time x %d passes, %d thread(s): with the step team %.2f ms per sentence, "
+      "without %.2f (%.3f of it); translations differing: %lld\n",
+      dtype.c_str(), lines.size(), passes, threads, ms[0] / sentences, ms[1] / sentences, ms[0] / ms[1],
+      static_cast<long long>(differing));
+  return differing == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 1;
+  }
+}
