@@ -70,7 +70,8 @@ class SmallRowsProduct {
   /// Whether `packed` (as many bytes as the layout) holds `weight` ([out, in] contiguous) in the
   /// layout, bit for bit.
   bool holds_in_layout(const torch::Tensor& weight, const void* packed) const;
-  /// result [rows, out] = relu?(input [rows, in] W^T + bias), block by block on LibTorch's threads.
+  /// result [rows, out] = relu?(input [rows, in] W^T + bias), block by block on LibTorch's threads
+  /// (through the StepTeam that holds them during a search at a few rows: runtime/step_team.h).
   template <typename T>
   void multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const;
 
