@@ -10,26 +10,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "best_ms.h"  // beside this file
+#include "batch_one_setup.h"  // beside this file
+#include "best_ms.h"          // beside this file
 #include "model/model_file.h"
-#include "runtime/precision.h"
 #include "tokenizer/tokenizer.h"
 #include "translation/translator.h"
 
 namespace {
-
-std::vector<std::string> first_lines(const std::string& path, size_t count) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; lines.size() < count && std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Op calls by name while counting is on (nested calls included: layer_norm counts its empty()s).
 std::map<std::string, int64_t> g_calls;
@@ -58,15 +49,9 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS]\n", argv[0]);
     return 2;
   }
-  const auto lines = first_lines(argv[2], argc > 3 ? std::stoul(argv[3]) : 100);
-  const std::string dtype = argc > 4 ? argv[4] : "float32";
-  const int threads = argc > 5 ? std::stoi(argv[5]) : 1;
-  at::set_num_threads(threads);
+  const auto [lines, dtype, threads] = tfm::bench::batch_one_arguments(argc, argv, 1);
   auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
-  tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
-  options.search.length_penalty = 0.6;
-  options.quantize_int8 = dtype == "int8";
-  options.precision = tfm::parse_precision(options.quantize_int8 ? "float32" : dtype);
+  const tfm::TranslatorOptions options = tfm::bench::decoding_options(dtype);
   tfm::Translator translator({loaded.model}, tfm::Tokenizer::from_serialized(loaded.tokenizer_proto), options,
                              torch::kCPU);
   auto each_alone = [&] {
@@ -95,11 +80,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return tfm::bench::main_of(argc, argv, run); }

@@ -11,24 +11,15 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <exception>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "batch_one_setup.h"  // beside this file
 #include "model/model_file.h"
-#include "runtime/precision.h"
 #include "tokenizer/tokenizer.h"
 #include "translation/translator.h"
 
 namespace {
-
-std::vector<std::string> first_lines(const std::string& path, size_t count) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; lines.size() < count && std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 /// The benchmark: prints its figures, returns the exit code.
 int run(int argc, char** argv) {
@@ -36,19 +27,13 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS] [PASSES]\n", argv[0]);
     return 2;
   }
-  const auto lines = first_lines(argv[2], argc > 3 ? std::stoul(argv[3]) : 100);
-  const std::string dtype = argc > 4 ? argv[4] : "float32";
-  const int threads = argc > 5 ? std::stoi(argv[5]) : 2;
+  const auto [lines, dtype, threads] = tfm::bench::batch_one_arguments(argc, argv, 2);
   const int passes = argc > 6 ? std::stoi(argv[6]) : 3;
-  at::set_num_threads(threads);
   auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
   const auto tokenizer = tfm::Tokenizer::from_serialized(loaded.tokenizer_proto);
   std::vector<std::unique_ptr<tfm::Translator>> translators;  // [0]: with the team, [1]: without
   for (const bool team : {true, false}) {
-    tfm::TranslatorOptions options;  // beam 4, as `tfm translate`
-    options.search.length_penalty = 0.6;
-    options.quantize_int8 = dtype == "int8";
-    options.precision = tfm::parse_precision(options.quantize_int8 ? "float32" : dtype);
+    tfm::TranslatorOptions options = tfm::bench::decoding_options(dtype);
     options.step_team = team;
     translators.push_back(std::make_unique<tfm::Translator>(std::vector<tfm::Transformer>{loaded.model}, tokenizer,
                                                             options, torch::kCPU));
@@ -80,11 +65,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return tfm::bench::main_of(argc, argv, run); }
