@@ -46,17 +46,21 @@ void StepTeam::hold(const std::function<void()>& body) {
   std::atomic<StepTeam*> published{nullptr};
   std::atomic<int> arrived{0};
   std::exception_ptr failed;
+  // Made before the region, so that nothing inside it can throw before the members are released,
+  // and kept after it: a member may still be looking at it as it leaves, until the region's end
+  // has joined every thread.
+  const std::unique_ptr<StepTeam> team(new StepTeam(threads));
   // One index a thread (or a few, should OpenMP give fewer threads): the calling thread takes
   // index 0 and runs the body, every other thread serves.
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
     if (begin != 0) {
-      StepTeam* team = nullptr;
-      while ((team = published.load(std::memory_order_acquire)) == nullptr) relax();
-      team->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);
+      StepTeam* joined = nullptr;
+      while ((joined = published.load(std::memory_order_acquire)) == nullptr) relax();
+      joined->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);
       return;
     }
-    const int members = std::max(1, std::min(threads, omp_get_num_threads()));
-    std::unique_ptr<StepTeam> team(new StepTeam(members));
+    team->members_ = std::max(1, std::min(threads, omp_get_num_threads()));
+    const int members = team->members_;
     published.store(team.get(), std::memory_order_release);
     // Every member takes part in every loop: none may arrive after the first.
     while (arrived.load(std::memory_order_acquire) < members - 1) relax();

@@ -58,7 +58,7 @@ class StepTeam {
   LoopBytes learn(LoopBytes reads);
   void release();
 
-  const int members_;                // the calling thread and the others
+  int members_;                      // the calling thread and the others: set before any serves
   std::atomic<uint64_t> posted_{0};  // loops posted; a change wakes the members
   std::atomic<uint64_t> ended_{0};   // the last posted loop whose every share is done
   std::atomic<int> done_{0};         // members done with the posted loop
