@@ -12,6 +12,7 @@
 #include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
 #include "runtime/capabilities.h"
+#include "runtime/step_team.h"
 #include "runtime/vector_clones.h"
 
 #if TFM_HAVE_LIBXSMM
@@ -109,12 +110,11 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
   if (bytes.data != nullptr && packed.scalar_type() == dtype_ && bytes.size == size * w.element_size() &&
       holds_in_layout(w, bytes.data)) {
     weight_ = packed;  // oneDNN's own copy, read in place: no second one
-    blocks_ = bytes.data;
-    reads_ = {bytes.data, static_cast<size_t>(bytes.size)};
+    blocks_ = {bytes.data, bytes.size};
     return;
   }
   weight_ = torch::zeros({size}, w.options());
-  blocks_ = weight_.data_ptr();
+  blocks_ = {weight_.data_ptr(), static_cast<int64_t>(weight_.nbytes())};
   with_element_bits(w, [&](const auto* from) {
     using Bits = std::remove_const_t<std::remove_pointer_t<decltype(from)>>;
     auto* to = static_cast<Bits*>(weight_.data_ptr());
@@ -123,7 +123,6 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
       return true;
     });
   });
-  reads_ = {blocks_, static_cast<size_t>(weight_.nbytes())};
 }
 
 template <typename Visit>
@@ -166,10 +165,7 @@ bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const void* 
 
 bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_.is_same(tensor); }
 
-void SmallRowsProduct::add_memory(std::vector<MemoryRange>& ranges) const {
-  const TensorBytes bytes = tensor_bytes(weight_);
-  ranges.push_back({bytes.data, bytes.size});
-}
+void SmallRowsProduct::add_memory(std::vector<MemoryRange>& ranges) const { ranges.push_back(blocks_); }
 
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {
   auto& slot = width == kBlock ? full_[rows] : last_[rows];
@@ -222,7 +218,7 @@ torch::Tensor SmallRowsProduct::linear(const torch::Tensor& x, const torch::Tens
 
 template <typename T>
 void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_t rows, T* result) const {
-  const T* weight = static_cast<const T*>(blocks_);
+  const T* weight = static_cast<const T*>(blocks_.data);
   const int64_t blocks = (out_ + kBlock - 1) / kBlock;
   // Inputs zero in every row (most of a ReLU's output at a beam's rows) are left out of the sums
   // where at least a quarter are, and their slices of the weight are never read
@@ -265,7 +261,7 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
           finish_block(acc, kBlock, bias != nullptr ? bias + first : nullptr, relu, rows, width, result + first, out_);
         }
       },
-      reads_);
+      blocks_);
 }
 
 }  // namespace tfm

@@ -7,7 +7,6 @@
 #include <torch/types.h>
 
 #include "runtime/huge_pages.h"
-#include "runtime/step_team.h"
 
 namespace tfm {
 
@@ -77,8 +76,7 @@ class SmallRowsProduct {
 
   static constexpr int64_t kBlock = 64;  // outputs per kernel call
   torch::Tensor weight_;                 // holds the layout above: [out rounded up to kBlock, in'] elements
-  const void* blocks_ = nullptr;         // its first element
-  LoopBytes reads_;                      // weight_'s bytes: what a product streams
+  MemoryRange blocks_;                   // its bytes: what every product streams
   int64_t out_ = 0, in_ = 0;
   torch::ScalarType dtype_;
   int64_t pair_ = 1;       // inputs side by side: 2 in bfloat16

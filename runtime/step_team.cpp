@@ -93,17 +93,17 @@ std::pair<int64_t, int64_t> StepTeam::share_of(int member, int sharing, int64_t 
   return {begin, std::min(count, begin + chunk)};
 }
 
-LoopBytes StepTeam::learn(LoopBytes reads) {
+MemoryRange StepTeam::learn(MemoryRange reads) {
   if (reads.data == nullptr) return {};
   if (last_ != nullptr && last_ != reads.data) next_[last_] = reads;
   last_ = reads.data;
   const auto known = next_.find(reads.data);
-  return known != next_.end() ? known->second : LoopBytes{};
+  return known != next_.end() ? known->second : MemoryRange{};
 }
 
 void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
-                            LoopBytes reads) {
-  const LoopBytes ahead = learn(reads);
+                            MemoryRange reads) {
+  const MemoryRange ahead = learn(reads);
   const int sharing = this->sharing(count, grain);
   if (sharing <= 1) {
     share(0, count);
@@ -157,7 +157,7 @@ void StepTeam::serve(int member) {
         }
       }
       ahead = static_cast<const char*>(ahead_.data);
-      part_bytes = ahead_.size / parts;
+      part_bytes = static_cast<size_t>(ahead_.size) / parts;
       lines = ahead != nullptr ? part_bytes / kLine : 0;
       line = 0;
       done_.fetch_add(1, std::memory_order_release);

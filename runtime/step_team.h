@@ -9,13 +9,9 @@
 
 #include <ATen/Parallel.h>
 
-namespace tfm {
+#include "runtime/huge_pages.h"
 
-/// The bytes a parallel loop reads (a product's weight): what a team's idle threads read ahead.
-struct LoopBytes {
-  const void* data = nullptr;
-  size_t size = 0;
-};
+namespace tfm {
 
 /// LibTorch's threads held in one parallel region for a whole search at a few rows: the calling
 /// thread runs the search, the others serve its parallel loops (team_parallel_for) and, between
@@ -42,7 +38,7 @@ class StepTeam {
   /// done and rethrows the first share's exception. `reads`: the bytes the loop reads, by which
   /// the team learns which loop follows which (nullptr data: a loop not to learn).
   void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
-                    LoopBytes reads = {});
+                    MemoryRange reads = {});
 
   int members() const { return members_; }
 
@@ -55,7 +51,7 @@ class StepTeam {
   /// [begin, end) of `member`'s share of `count` among `sharing`.
   static std::pair<int64_t, int64_t> share_of(int member, int sharing, int64_t count);
   /// The bytes of the loop that followed the one reading `reads` last time, or none.
-  LoopBytes learn(LoopBytes reads);
+  MemoryRange learn(MemoryRange reads);
   void release();
 
   int members_;                      // the calling thread and the others: set before any serves
@@ -67,18 +63,18 @@ class StepTeam {
   const std::function<void(int64_t, int64_t)>* share_ = nullptr;
   int64_t count_ = 0;
   int sharing_ = 0;
-  LoopBytes ahead_;            // what the members read once the loop has ended
+  MemoryRange ahead_;          // what the members read once the loop has ended
   std::exception_ptr failed_;  // the first member's exception
   std::atomic<bool> failing_{false};
   // Which loop followed which, by the bytes they read: learned in a search's first step.
-  std::unordered_map<const void*, LoopBytes> next_;
+  std::unordered_map<const void*, MemoryRange> next_;
   const void* last_ = nullptr;
 };
 
 /// at::parallel_for, or the loop of the team the calling thread holds (StepTeam), which splits
 /// [begin, end) the same way.
 template <typename F>
-void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, LoopBytes reads = {}) {
+void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, MemoryRange reads = {}) {
   if (StepTeam* team = StepTeam::of_this_thread(); team != nullptr && end > begin) {
     const std::function<void(int64_t, int64_t)> share = [&](int64_t b, int64_t e) { f(begin + b, begin + e); };
     team->parallel_for(end - begin, grain, share, reads);

@@ -134,14 +134,14 @@ TEST(StepTeam, ReadsAheadWithinTheBytesOfTheLoopThatFollowed) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t size = 64 * page;
   std::vector<char*> mapped;
-  std::vector<LoopBytes> weights;
+  std::vector<MemoryRange> weights;
   for (int i = 0; i < 2; ++i) {
     void* at = mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(at, MAP_FAILED);
     auto* bytes = static_cast<char*>(at);
     ASSERT_EQ(mprotect(bytes + size, page, PROT_NONE), 0);
     mapped.push_back(bytes);
-    weights.push_back({bytes + 13, size - 13});  // not line-aligned, as no weight need be
+    weights.push_back({bytes + 13, static_cast<int64_t>(size - 13)});  // not line-aligned, as no weight need be
   }
   with_threads(2, [&] {
     StepTeam::hold([&] {
@@ -152,7 +152,7 @@ TEST(StepTeam, ReadsAheadWithinTheBytesOfTheLoopThatFollowed) {
               0, 8, 1,
               [&](int64_t begin, int64_t end) {
                 const auto* bytes = static_cast<const char*>(weight.data);
-                for (int64_t i = begin; i < end; ++i) sum += bytes[static_cast<size_t>(i) * (weight.size / 8)];
+                for (int64_t i = begin; i < end; ++i) sum += bytes[i * (weight.size / 8)];
               },
               weight);
           // Serial work between the loops, when the other member reads the next one ahead.
