@@ -2,7 +2,8 @@
 # Batch-1 decoding with and without the step team (runtime/step_team.h), paired in one process
 # (bench/step_team_bench.cpp): milliseconds per sentence of each and their ratio, float32, int8
 # (`--quantize int8`) and, where the CPU computes it natively, bfloat16; and whether any line's
-# translation differs (it must not). Compare figures from one machine only.
+# translation differs (it must not). Each through `tfm translate`'s path and through a stream, as
+# `tfm serve` decodes a lone request. Compare figures from one machine only.
 #   bench/step_team.sh BUILD_DIR MODEL SOURCE [LINES] [THREADS] [PASSES]
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR MODEL SOURCE [LINES] [THREADS] [PASSES]}
@@ -12,6 +13,8 @@ echo "date: $(date -u '+%F %H:%M') UTC | $(grep -m1 'model name' /proc/cpuinfo |
   "| bf16: $(grep -qw avx512_bf16 /proc/cpuinfo && echo native || echo no)"
 dtypes=(float32 int8)
 grep -qw avx512_bf16 /proc/cpuinfo && dtypes+=(bfloat16)
-for dtype in "${dtypes[@]}"; do
-  "$build/tfm-step-team-bench" "$model" "$source" "$lines" "$dtype" "$threads" "$passes"
+for path in translate stream; do
+  for dtype in "${dtypes[@]}"; do
+    "$build/tfm-step-team-bench" "$model" "$source" "$lines" "$dtype" "$threads" "$passes" "$path"
+  done
 done

@@ -272,7 +272,7 @@ std::unique_ptr<IdTranslationStream> IdTranslator::stream(const SearchOptions& s
 }
 
 IdTranslationStream::IdTranslationStream(IdTranslator& translator, const SearchOptions& search)
-    : translator_(translator), scorer_(make_scorer(translator.models_, translator.shortlist_)) {
+    : translator_(translator), beam_(search.beam), scorer_(make_scorer(translator.models_, translator.shortlist_)) {
   search_ = std::make_unique<BeamSearchStream>(*scorer_, search);
 }
 
@@ -309,13 +309,23 @@ void IdTranslationStream::add(std::vector<std::vector<int64_t>> sources, const s
   if (rows.empty()) return;
   std::vector<int64_t> lengths;
   const auto source = padded_batch(sources, rows, lengths);
-  search_->add(source.to(translator_.device_), lengths, ids);
+  at_rows(source.numel(), [&] { search_->add(source.to(translator_.device_), lengths, ids); });
+}
+
+void IdTranslationStream::at_rows(int64_t rows, const std::function<void()>& work) {
+  if (translator_.holds_step_team(rows)) {
+    StepTeam::hold(work, &successors_);
+  } else {
+    work();
+  }
 }
 
 std::vector<IdTranslationStream::Finished> IdTranslationStream::step() {
   torch::InferenceMode inference;
   std::vector<FinishedSentence> done;
-  if (!search_->empty()) done = search_->step();
+  if (!search_->empty()) {
+    at_rows(static_cast<int64_t>(search_->sentences()) * beam_, [&] { done = search_->step(); });
+  }
   for (const int64_t id : empty_) done.push_back({id, {}});
   empty_.clear();
   std::vector<Finished> out;

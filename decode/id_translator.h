@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "model/shortlist.h"
 #include "model/transformer.h"
 #include "runtime/precision.h"
+#include "runtime/step_team.h"
 
 namespace tfm {
 
@@ -77,7 +79,11 @@ class IdTranslationStream {
     IdTranslation translation;  // truncated and source_ids filled in at add()
   };
   IdTranslationStream(IdTranslator& translator, const SearchOptions& search);
+  /// Runs `work` over `rows` rows in a StepTeam where the translator holds one at that many
+  /// (IdTranslator::holds_step_team): a running batch holds it step by step.
+  void at_rows(int64_t rows, const std::function<void()>& work);
   IdTranslator& translator_;
+  int64_t beam_;
   std::unique_ptr<Scorer> scorer_;
   std::unique_ptr<BeamSearchStream> search_;
   std::vector<Pending> pending_;   // by the id given to the search
@@ -85,6 +91,9 @@ class IdTranslationStream {
   std::vector<int64_t> free_ids_;  // ids of finished sentences, for reuse
   size_t in_flight_ = 0;
   int64_t source_tokens_ = 0;
+  // What the step teams learned of which product follows which: kept from step to step, so that
+  // each step's team reads ahead from its first product on. The weights outlive the stream.
+  StepTeam::Successors successors_;
 };
 
 /// Ids in, ids and scores out (CTranslate2's Translator over tokens; text stays a layer up, in

@@ -31,7 +31,7 @@ constexpr size_t kLinesBetweenLooks = 64;
 
 StepTeam* StepTeam::of_this_thread() { return t_team; }
 
-void StepTeam::hold(const std::function<void()>& body) {
+void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   const int threads = at::get_num_threads();
 #ifdef _OPENMP
   const bool alone = threads <= 1 || at::in_parallel_region() || t_team != nullptr;
@@ -49,7 +49,7 @@ void StepTeam::hold(const std::function<void()>& body) {
   // Made before the region, so that nothing inside it can throw before the members are released,
   // and kept after it: a member may still be looking at it as it leaves, until the region's end
   // has joined every thread.
-  const std::unique_ptr<StepTeam> team(new StepTeam(threads));
+  const std::unique_ptr<StepTeam> team(new StepTeam(threads, successors));
   // One index a thread (or a few, should OpenMP give fewer threads): the calling thread takes
   // index 0 and runs the body, every other thread serves.
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
@@ -93,7 +93,7 @@ std::pair<int64_t, int64_t> StepTeam::share_of(int member, int sharing, int64_t 
   return {begin, std::min(count, begin + chunk)};
 }
 
-MemoryRange StepTeam::learn(MemoryRange reads) {
+MemoryRange StepTeam::Successors::learn(MemoryRange reads) {
   if (reads.data == nullptr) return {};
   if (last_ != nullptr && last_ != reads.data) next_[last_] = reads;
   last_ = reads.data;
@@ -103,7 +103,7 @@ MemoryRange StepTeam::learn(MemoryRange reads) {
 
 void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
                             MemoryRange reads) {
-  const MemoryRange ahead = learn(reads);
+  const MemoryRange ahead = successors_->learn(reads);
   const int sharing = this->sharing(count, grain);
   if (sharing <= 1) {
     share(0, count);

@@ -25,10 +25,25 @@ namespace tfm {
 /// team_parallel_for: decoding at a few rows on the CPU.
 class StepTeam {
  public:
+  /// Which loop followed which, by the bytes they read: what a team learns in a search's first
+  /// step. A caller that holds a team step by step (a server's running batch) keeps it between
+  /// holds, so that each step reads ahead from its first loop on.
+  class Successors {
+   public:
+    /// The bytes of the loop that followed the one reading `reads` last time, or none; records
+    /// `reads` as the successor of the loop before it.
+    MemoryRange learn(MemoryRange reads);
+
+   private:
+    std::unordered_map<const void*, MemoryRange> next_;
+    const void* last_ = nullptr;
+  };
+
   /// Runs body() on the calling thread while LibTorch's other threads (at::get_num_threads() in
   /// all) serve it as a team; with one thread, inside a parallel region or a team already, body()
-  /// runs alone. body's exception, if any, is rethrown once the team is released.
-  static void hold(const std::function<void()>& body);
+  /// runs alone. body's exception, if any, is rethrown once the team is released. `successors`:
+  /// what earlier holds learned, kept and added to (nullptr: the team learns afresh).
+  static void hold(const std::function<void()>& body, Successors* successors = nullptr);
 
   /// The team the calling thread holds, or nullptr.
   static StepTeam* of_this_thread();
@@ -43,15 +58,14 @@ class StepTeam {
   int members() const { return members_; }
 
  private:
-  explicit StepTeam(int members) : members_(members) {}
+  StepTeam(int members, Successors* successors)
+      : members_(members), successors_(successors != nullptr ? successors : &own_successors_) {}
   /// A member's life in the region: serve loops, read ahead between them, until released.
   void serve(int member);
   /// The members that take a share of `count` items at `grain` a share at least.
   int sharing(int64_t count, int64_t grain) const;
   /// [begin, end) of `member`'s share of `count` among `sharing`.
   static std::pair<int64_t, int64_t> share_of(int member, int sharing, int64_t count);
-  /// The bytes of the loop that followed the one reading `reads` last time, or none.
-  MemoryRange learn(MemoryRange reads);
   void release();
 
   int members_;                      // the calling thread and the others: set before any serves
@@ -66,9 +80,8 @@ class StepTeam {
   MemoryRange ahead_;          // what the members read once the loop has ended
   std::exception_ptr failed_;  // the first member's exception
   std::atomic<bool> failing_{false};
-  // Which loop followed which, by the bytes they read: learned in a search's first step.
-  std::unordered_map<const void*, MemoryRange> next_;
-  const void* last_ = nullptr;
+  Successors own_successors_;
+  Successors* successors_;  // the caller's or own_successors_: touched by the calling thread only
 };
 
 /// at::parallel_for, or the loop of the team the calling thread holds (StepTeam), which splits

@@ -1,5 +1,6 @@
-// IdTranslator's searches at a few rows hold a StepTeam (TranslatorOptions::step_team): the same
-// translations as without it, in float32 and int8.
+// IdTranslator's searches at a few rows hold a StepTeam (TranslatorOptions::step_team), and so do
+// the steps of its streams (a server's running batch): the same translations as without it, in
+// float32 and int8.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -42,6 +43,41 @@ std::vector<std::vector<int64_t>> sources() {
   return out;
 }
 
+/// `sources` through a stream as a server's running batch takes them: a few at the start, then
+/// one joining after each step, and steps until every one is done. Results in the order given.
+std::vector<IdTranslation> streamed(IdTranslator& translator, std::vector<std::vector<int64_t>> sources) {
+  auto stream = translator.stream(translator.search_options());
+  EXPECT_NE(stream, nullptr);
+  std::vector<IdTranslation> out(sources.size());
+  size_t next = 0;
+  const auto add = [&](size_t count) {
+    std::vector<std::vector<int64_t>> batch;
+    std::vector<int64_t> tags;
+    for (; count > 0 && next < sources.size(); --count, ++next) {
+      batch.push_back(sources[next]);
+      tags.push_back(static_cast<int64_t>(next));
+    }
+    if (!batch.empty()) stream->add(std::move(batch), tags);
+  };
+  add(3);
+  while (stream->sentences() > 0) {
+    for (auto& finished : stream->step()) out[static_cast<size_t>(finished.tag)] = std::move(finished.translation);
+    add(1);
+  }
+  return out;
+}
+
+void expect_same(const std::vector<IdTranslation>& got, const std::vector<IdTranslation>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(got[i].nbest.size(), expected[i].nbest.size()) << "sentence " << i;
+    for (size_t n = 0; n < expected[i].nbest.size(); ++n) {
+      EXPECT_EQ(got[i].nbest[n].tokens, expected[i].nbest[n].tokens) << "sentence " << i;
+      EXPECT_EQ(got[i].nbest[n].score, expected[i].nbest[n].score) << "sentence " << i;  // the same bits
+    }
+  }
+}
+
 void expect_same_with_and_without_team(TranslatorOptions options) {
   const int before = at::get_num_threads();
   set_this_thread_team(2);
@@ -56,16 +92,18 @@ void expect_same_with_and_without_team(TranslatorOptions options) {
   EXPECT_TRUE(with_team.holds_step_team(12));
   EXPECT_FALSE(without.holds_step_team(12));
   EXPECT_FALSE(with_team.holds_step_team(SmallRowsProduct::kMaxRows + 1));
-  const auto got = with_team.translate(sources());
   const auto expected = without.translate(sources());
+  const auto got = with_team.translate(sources());
+  const auto got_streamed = streamed(with_team, sources());
+  const auto expected_streamed = streamed(without, sources());
   set_this_thread_team(before);
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    ASSERT_EQ(got[i].nbest.size(), expected[i].nbest.size()) << "sentence " << i;
-    for (size_t n = 0; n < expected[i].nbest.size(); ++n) {
-      EXPECT_EQ(got[i].nbest[n].tokens, expected[i].nbest[n].tokens) << "sentence " << i;
-      EXPECT_EQ(got[i].nbest[n].score, expected[i].nbest[n].score) << "sentence " << i;  // the same bits
-    }
+  {
+    SCOPED_TRACE("translate()");
+    expect_same(got, expected);
+  }
+  {
+    SCOPED_TRACE("a stream");
+    expect_same(got_streamed, expected_streamed);
   }
 }
 

@@ -166,5 +166,37 @@ TEST(StepTeam, ReadsAheadWithinTheBytesOfTheLoopThatFollowed) {
   for (char* bytes : mapped) munmap(bytes, size + page);
 }
 
+TEST(StepTeam, SuccessorsLearnWhichLoopFollowsWhichAcrossHolds) {
+  std::array<char, 3> bytes{};
+  const MemoryRange a{&bytes[0], 1}, b{&bytes[1], 1}, c{&bytes[2], 1};
+  StepTeam::Successors successors;
+  EXPECT_EQ(successors.learn(a).data, nullptr);  // nothing followed a yet
+  EXPECT_EQ(successors.learn(b).data, nullptr);
+  EXPECT_EQ(successors.learn({}).data, nullptr);  // a loop not to learn leaves the chain as it is
+  EXPECT_EQ(successors.learn(c).data, nullptr);
+  EXPECT_EQ(successors.learn(a).data, &bytes[1]);  // b followed a; a follows c from now on
+  EXPECT_EQ(successors.learn(b).data, &bytes[2]);
+  EXPECT_EQ(successors.learn(c).data, &bytes[0]);
+  EXPECT_EQ(successors.learn(c).size, 1);
+
+  // A team held with the successors adds to them; the loops still run as they would without.
+  with_threads(2, [&] {
+    for (int hold = 0; hold < 3; ++hold) {
+      std::atomic<int64_t> covered{0};
+      StepTeam::hold(
+          [&] {
+            for (const auto& range : {a, b}) {
+              team_parallel_for(
+                  0, 10, 1, [&](int64_t begin, int64_t end) { covered += end - begin; }, range);
+            }
+          },
+          &successors);
+      EXPECT_EQ(covered.load(), 20);
+    }
+  });
+  // The holds learned that a came after b (before them: c), from one hold to the next.
+  EXPECT_EQ(successors.learn(b).data, &bytes[0]);
+}
+
 }  // namespace
 }  // namespace tfm
