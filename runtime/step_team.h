@@ -27,7 +27,8 @@ class StepTeam {
  public:
   /// Which loop followed which, by the bytes they read: what a team learns in a search's first
   /// step. A caller that holds a team step by step (a server's running batch) keeps it between
-  /// holds, so that each step reads ahead from its first loop on.
+  /// holds, so that each step reads ahead from its first loop on. Members read the bytes it names:
+  /// they must stay mapped while it is used (a model's weights, not a step's buffers).
   class Successors {
    public:
     /// The bytes of the loop that followed the one reading `reads` last time, or none; records
