@@ -309,22 +309,16 @@ void IdTranslationStream::add(std::vector<std::vector<int64_t>> sources, const s
   if (rows.empty()) return;
   std::vector<int64_t> lengths;
   const auto source = padded_batch(sources, rows, lengths);
-  at_rows(source.numel(), [&] { search_->add(source.to(translator_.device_), lengths, ids); });
-}
-
-void IdTranslationStream::at_rows(int64_t rows, const std::function<void()>& work) {
-  if (translator_.holds_step_team(rows)) {
-    StepTeam::hold(work, &successors_);
-  } else {
-    work();
-  }
+  translator_.at_rows(
+      source.numel(), [&] { search_->add(source.to(translator_.device_), lengths, ids); }, &successors_);
 }
 
 std::vector<IdTranslationStream::Finished> IdTranslationStream::step() {
   torch::InferenceMode inference;
   std::vector<FinishedSentence> done;
   if (!search_->empty()) {
-    at_rows(static_cast<int64_t>(search_->sentences()) * beam_, [&] { done = search_->step(); });
+    translator_.at_rows(
+        static_cast<int64_t>(search_->sentences()) * beam_, [&] { done = search_->step(); }, &successors_);
   }
   for (const int64_t id : empty_) done.push_back({id, {}});
   empty_.clear();
@@ -357,6 +351,14 @@ bool IdTranslator::holds_step_team(int64_t rows) const {
   return options_.quantize_int8 || SmallRowsProduct::takes(scalar_type(options_.precision), rows);
 }
 
+void IdTranslator::at_rows(int64_t rows, const std::function<void()>& work, StepTeam::Successors* successors) const {
+  if (holds_step_team(rows)) {
+    StepTeam::hold(work, successors);
+  } else {
+    work();
+  }
+}
+
 void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
                                    SearchStrategy& search, int64_t beam, std::vector<IdTranslation>& out) {
   const auto batch = static_cast<int64_t>(rows.size());
@@ -371,12 +373,7 @@ void IdTranslator::translate_batch(const std::vector<std::vector<int64_t>>& sour
   };
   auto results = naming_batch_on_out_of_memory(describe_batch, [&] {
     std::vector<std::vector<Hypothesis>> found;
-    const auto search_batch = [&] { found = search.search(*scorer, source.to(device_), lengths); };
-    if (holds_step_team(batch * std::max(beam, longest))) {
-      StepTeam::hold(search_batch);
-    } else {
-      search_batch();
-    }
+    at_rows(batch * std::max(beam, longest), [&] { found = search.search(*scorer, source.to(device_), lengths); });
     return found;
   });
   for (int64_t b = 0; b < batch; ++b) {

@@ -79,9 +79,6 @@ class IdTranslationStream {
     IdTranslation translation;  // truncated and source_ids filled in at add()
   };
   IdTranslationStream(IdTranslator& translator, const SearchOptions& search);
-  /// Runs `work` over `rows` rows in a StepTeam where the translator holds one at that many
-  /// (IdTranslator::holds_step_team): a running batch holds it step by step.
-  void at_rows(int64_t rows, const std::function<void()>& work);
   IdTranslator& translator_;
   int64_t beam_;
   std::unique_ptr<Scorer> scorer_;
@@ -143,6 +140,9 @@ class IdTranslator {
 
  private:
   friend class IdTranslationStream;
+  /// Runs `work`, a search's part of at most `rows` rows, in a StepTeam where holds_step_team(rows)
+  /// says so; `successors`: what earlier parts' teams learned (a running batch's, step by step).
+  void at_rows(int64_t rows, const std::function<void()>& work, StepTeam::Successors* successors = nullptr) const;
   /// A sentence as the models read it: truncated to source_limit() (flagged), source_ids filled.
   IdTranslation prepared(std::vector<int64_t>& source) const;
   /// `search` is `options`' strategy; parallel batches make one each of their own from `options`.

@@ -46,10 +46,11 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   std::atomic<StepTeam*> published{nullptr};
   std::atomic<int> arrived{0};
   std::exception_ptr failed;
+  Successors learned_afresh;  // the team's table when the caller keeps none; outlives the team
   // Made before the region, so that nothing inside it can throw before the members are released,
   // and kept after it: a member may still be looking at it as it leaves, until the region's end
   // has joined every thread.
-  const std::unique_ptr<StepTeam> team(new StepTeam(threads, successors));
+  const std::unique_ptr<StepTeam> team(new StepTeam(threads, successors != nullptr ? *successors : learned_afresh));
   // One index a thread (or a few, should OpenMP give fewer threads): the calling thread takes
   // index 0 and runs the body, every other thread serves.
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
@@ -103,7 +104,7 @@ MemoryRange StepTeam::Successors::learn(MemoryRange reads) {
 
 void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
                             MemoryRange reads) {
-  const MemoryRange ahead = successors_->learn(reads);
+  const MemoryRange ahead = successors_.learn(reads);
   const int sharing = this->sharing(count, grain);
   if (sharing <= 1) {
     share(0, count);

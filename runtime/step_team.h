@@ -59,8 +59,7 @@ class StepTeam {
   int members() const { return members_; }
 
  private:
-  StepTeam(int members, Successors* successors)
-      : members_(members), successors_(successors != nullptr ? successors : &own_successors_) {}
+  StepTeam(int members, Successors& successors) : members_(members), successors_(successors) {}
   /// A member's life in the region: serve loops, read ahead between them, until released.
   void serve(int member);
   /// The members that take a share of `count` items at `grain` a share at least.
@@ -81,8 +80,7 @@ class StepTeam {
   MemoryRange ahead_;          // what the members read once the loop has ended
   std::exception_ptr failed_;  // the first member's exception
   std::atomic<bool> failing_{false};
-  Successors own_successors_;
-  Successors* successors_;  // the caller's or own_successors_: touched by the calling thread only
+  Successors& successors_;  // the caller's or hold()'s own: touched by the calling thread only
 };
 
 /// at::parallel_for, or the loop of the team the calling thread holds (StepTeam), which splits
