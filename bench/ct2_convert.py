@@ -39,7 +39,9 @@ restricted attention window (neither exists in CTranslate2's Transformer).
 
 DIR receives CTranslate2's model.bin, config.json and shared_vocabulary.json, plus spm.model
 (the SentencePiece model, for bench/ct2_translate.py) and tfm_conversion.json (what was converted,
-and the number of position rows: longer sequences cannot be decoded).
+and the number of position rows: longer sequences cannot be decoded). A model that `tfm shortlist`
+wrote also gives vmap.txt, its shortlist as CTranslate2's vocabulary map (bench/ct2_translate.py
+--use-vmap): the same candidates for each source subword, which CTranslate2 unites over a batch.
 """
 import argparse
 import json
@@ -90,7 +92,24 @@ def load_tfm(path):
                for name, p in archive.weights.named_parameters()}
     weights.update({name: b.detach().to(torch.float32).contiguous().numpy()
                     for name, b in archive.weights.named_buffers() if b.is_floating_point()})
-    return config, weights, archive.tokenizer.numpy().tobytes()
+    shortlist = None
+    if hasattr(archive, "shortlist"):  # written by `tfm shortlist`
+        stored = archive.shortlist
+        shortlist = (stored.frequent.tolist(), stored.offsets.tolist(), stored.targets.tolist())
+    return config, weights, archive.tokenizer.numpy().tobytes(), shortlist
+
+
+def write_vmap(path, pieces, shortlist):
+    """tfm's shortlist as CTranslate2's vocabulary map: `<source piece>\t<target pieces>` per source
+    subword with candidates, and `\t<the frequent targets>` (the empty key: always candidates).
+    CTranslate2 adds <unk>, <s> and </s> itself; tfm's special ids are candidates in tfm too."""
+    frequent, offsets, targets = shortlist
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\t" + " ".join(pieces[t] for t in frequent) + "\n")
+        for source in range(len(offsets) - 1):
+            mine = targets[offsets[source]:offsets[source + 1]]
+            if mine:
+                f.write(pieces[source] + "\t" + " ".join(pieces[t] for t in mine) + "\n")
 
 
 def check_supported(config):
@@ -215,7 +234,7 @@ def main():
     if args.quantization not in ACCEPTED_MODEL_TYPES:
         parser.error(f"--quantization: one of {', '.join(ACCEPTED_MODEL_TYPES)}")
 
-    config, weights, tokenizer_bytes = load_tfm(args.model)
+    config, weights, tokenizer_bytes, shortlist = load_tfm(args.model)
     check_supported(config)
     sp = sentencepiece.SentencePieceProcessor(model_proto=tokenizer_bytes)
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
@@ -240,6 +259,9 @@ def main():
                        else config["max_positions"],
                        "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3}}, f, indent=2)
             f.write("\n")
+        vmap_path = os.path.join(scratch, "vmap.txt")
+        if shortlist is not None:
+            write_vmap(vmap_path, pieces, shortlist)
 
         class TfmConverter(Converter):
             """CTranslate2's Converter does validate(), optimize(quantization) (aliasing the tied
@@ -252,6 +274,8 @@ def main():
                     sys.exit(f"ct2_convert: parameters not converted (unsupported model?): {', '.join(unused)}")
                 spec.register_file(spm_path, "spm.model")
                 spec.register_file(info_path, "tfm_conversion.json")
+                if shortlist is not None:
+                    spec.register_file(vmap_path, "vmap.txt")
                 return spec
 
         out = TfmConverter().convert(args.out, quantization=args.quantization, force=args.force)

@@ -3,7 +3,7 @@
 
     ~/.cache/tfm/ct2-venv/bin/python bench/ct2_translate.py --model-dir DIR [--beam 4] \\
         [--lenpen 0.6] [--max-len 50] [--threads 2] [--inter-threads 1] [--batch-tokens 6000] \\
-        [--compute-type float32|int8] < input.en > output.de
+        [--compute-type float32|int8] [--use-vmap] < input.en > output.de
 
 Needs the `ctranslate2` and `sentencepiece` packages (the CTranslate2 venv has both); not torch.
 One output line per input line, in order; an empty (or all-blank) input line gives an empty output
@@ -63,6 +63,10 @@ def main():
     parser.add_argument("--batch-tokens", type=int, default=6000, help="source tokens per batch")
     parser.add_argument("--compute-type", default="float32",
                         help="float32 or int8 (any CTranslate2 compute type is passed through)")
+    parser.add_argument("--use-vmap", action="store_true",
+                        help="restrict each batch's output layer to the union of its sentences' candidates "
+                             "in DIR/vmap.txt (CTranslate2's vocabulary map; bench/ct2_convert.py writes it "
+                             "from a model with `tfm shortlist`'s shortlist)")
     parser.add_argument("--latency-lines", type=int, default=0,
                         help="instead: translate the first N lines one at a time (batch 1) and print the "
                              "median milliseconds per line on stdout (as bench/latency.py for tfm)")
@@ -93,7 +97,9 @@ def main():
     options = dict(max_batch_size=args.batch_tokens, batch_type="tokens", beam_size=args.beam,
                    length_penalty=args.lenpen, max_decoding_length=max_decoding,
                    min_decoding_length=0, max_input_length=0, num_hypotheses=1,
-                   suppress_sequences=[["<pad>"], ["<s>"]])
+                   suppress_sequences=[["<pad>"], ["<s>"]], use_vmap=args.use_vmap)
+    if args.use_vmap and not os.path.exists(os.path.join(args.model_dir, "vmap.txt")):
+        sys.exit(f"ct2_translate: --use-vmap, but {args.model_dir} has no vmap.txt")
 
     if args.latency_lines > 0:
         print("{:.1f}".format(batch1_latency(translator, sp, options, max_source, args.latency_lines)))

@@ -7,7 +7,8 @@
 #     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
 #     without its vocabulary shortlist, the default mode with CTranslate2's stopping rule
 #     (--early-stop), and CTranslate2 float32/int8 on the same weights, each with
-#     one batch on every thread and (rows "xN") N batches at once on a thread each
+#     one batch on every thread, (rows "xN") N batches at once on a thread each, and (rows "-vmap")
+#     with tfm's shortlist as CTranslate2's vocabulary map
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
 #     identical to tfm float32, peak memory and batch-1 latency at all threads and at one;
 #     sentences/s and each p50 are the median of DECODE_ROUNDS (default 3) rounds that run every
@@ -15,7 +16,8 @@
 #   - then issue 32's ratios of tfm to CTranslate2: speed and memory mode for mode and the default
 #     against CTranslate2's best (speed: its faster thread split; memory: its one-batch row, the
 #     smaller), the same with both stopping alike, the shortlist's speed-up (also round by round),
-#     batch-1 latency against CTranslate2's best.
+#     CTranslate2's vocabulary map's and tfm's shortlist against it, batch-1 latency against
+#     CTranslate2's best.
 # Run it once per model (e.g. the Multi30k small model and a base-size one).
 # Figures move 20% with other load on these shared machines: compare ratios within one run.
 #   bench/speed.sh TFM MODEL PREPARED_DIR [UPDATES]   (PREPARED_DIR from `tfm prepare`, e.g. Multi30k;
@@ -128,7 +130,9 @@ if [ ! -x "$ct2_python" ]; then  # CTranslate2 in a venv of its own: never a dep
   "$ct2_python" -m pip install -q ctranslate2 sentencepiece
 fi
 ct2_version=$("$ct2_python" -c 'import ctranslate2; print(ctranslate2.__version__)')
-"$python" "$here/ct2_convert.py" --model "$model" --out "$out/ct2" > /dev/null 2>&1
+# From the model with the shortlist: its CTranslate2 directory also holds the shortlist as a
+# vocabulary map (vmap.txt), for the -vmap rows; without --use-vmap it decodes as the plain model.
+"$python" "$here/ct2_convert.py" --model "$out/model.pt" --out "$out/ct2" > /dev/null 2>&1
 
 modes=(fp32 fp32-shortlist int8 int8-shortlist)
 [ "$bf16_native" = 1 ] && modes+=(bf16 bf16-shortlist)
@@ -149,6 +153,9 @@ for compute in float32 int8; do
     engines+=("$name")
   done
 done
+# CTranslate2 with tfm's shortlist as its vocabulary map: each batch's output layer over the union
+# of its sentences' candidates (tfm's shortlist takes each sentence's own).
+engines+=("CTranslate2 float32-vmap" "CTranslate2 int8-vmap")
 
 key_of() { echo "${1// /_}"; }
 tfm_settings() {  # tfm_settings MODE: sets dtype and flags
@@ -163,8 +170,10 @@ tfm_settings() {  # tfm_settings MODE: sets dtype and flags
     *-early-stop) flags+=(--early-stop) ;;
   esac
 }
-ct2_settings() {  # ct2_settings NAME ("CTranslate2 int8 x2"): sets compute, intra and inter
+ct2_settings() {  # ct2_settings NAME ("CTranslate2 int8 x2", "CTranslate2 int8-vmap"): sets compute, intra, inter, vmap
   read -r _ compute inter <<< "$1"
+  vmap=()
+  [[ $compute == *-vmap ]] && compute=${compute%-vmap} && vmap=(--use-vmap)
   inter=${inter#x}
   [ -n "$inter" ] || inter=1
   intra=$(( inter > 1 ? 1 : threads ))
@@ -183,7 +192,7 @@ run_once() {  # run_once NAME: one throughput run -> $out/hyp.KEY, log.KEY, rss.
     "CTranslate2 "*)
       ct2_settings "$1"
       timed "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$intra" --inter-threads "$inter" \
-        --compute-type "$compute" < "$out/test.en" > "$out/hyp.$key" 2> "$out/log.$key" ;;
+        --compute-type "$compute" "${vmap[@]}" < "$out/test.en" > "$out/hyp.$key" 2> "$out/log.$key" ;;
   esac
   cp "$out/rss" "$out/rss.$key"
   grep -oE '[0-9.]+ sentences/s' "$out/log.$key" | tail -1 | cut -d' ' -f1 >> "$out/sps.$key"
@@ -202,7 +211,7 @@ latencies() {  # latencies NAME: batch-1 p50 at all threads and at one, where me
       ct2_settings "$1"
       for t in "$threads" 1; do
         "$ct2_python" "$here/ct2_translate.py" --model-dir "$out/ct2" --threads "$t" --compute-type "$compute" \
-          --latency-lines 100 < "$out/test.en"
+          "${vmap[@]}" --latency-lines 100 < "$out/test.en"
       done ;;
   esac
 }
@@ -211,7 +220,8 @@ echo
 echo "== decoding test_2016_flickr: beam 4, length penalty 0.6, at most 50 tokens with eos; CTranslate2 $ct2_version"
 echo "   (sentences/s: median of $decode_rounds rounds, every engine in turn (DECODE_ROUNDS; the PyTorch reference"
 echo "   once); p50: batch-1 latency, median of 100 lines sent one at a time, then the median of DECODE_ROUNDS"
-echo "   rounds likewise; shortlist: \`tfm shortlist\` from Multi30k train)"
+echo "   rounds likewise; shortlist: \`tfm shortlist\` from Multi30k train; vmap: the same shortlist as CTranslate2's"
+echo "   vocabulary map)"
 for round in $(seq "$decode_rounds"); do
   for engine in "${engines[@]}"; do
     [ "$round" -gt 1 ] && [ "$engine" = "PyTorch reference fp32" ] && continue
@@ -282,6 +292,15 @@ for mode in "${modes[@]}"; do
       "$(ratio "${speed_of[tfm $mode]}" "${speed_of[tfm ${mode%-shortlist}]}")" \
       "$(round_ratio "tfm $mode" "tfm ${mode%-shortlist}")"
   fi
+done
+for compute in float32 int8; do  # the shortlist in each engine, and tfm's against CTranslate2's
+  mode=fp32 && [ "$compute" = int8 ] && mode=int8
+  printf '%-52s %8s   (round by round: %s)\n' "CTranslate2 $compute-vmap / CTranslate2 $compute" \
+    "$(ratio "${speed_of[CTranslate2 $compute-vmap]}" "${speed_of[CTranslate2 $compute]}")" \
+    "$(round_ratio "CTranslate2 $compute-vmap" "CTranslate2 $compute")"
+  printf '%-52s %8s %8s\n' "tfm $mode-shortlist / CTranslate2 $compute-vmap" \
+    "$(ratio "${speed_of[tfm $mode-shortlist]}" "${speed_of[CTranslate2 $compute-vmap]}")" \
+    "$(ratio "${mib_of[tfm $mode-shortlist]}" "${mib_of[CTranslate2 $compute-vmap]}")"
 done
 ct2_p50=$(printf '%s\n' "${p50_of[CTranslate2 float32]}" "${p50_of[CTranslate2 int8]}" | sort -g | head -1)
 for mode in fp32 int8 bf16; do
