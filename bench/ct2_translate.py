@@ -73,6 +73,8 @@ def main():
     args = parser.parse_args()
     if args.beam < 1 or args.max_len < 1 or args.threads < 1 or args.inter_threads < 1 or args.batch_tokens < 1:
         parser.error("--beam, --max-len, --threads, --inter-threads and --batch-tokens must be >= 1")
+    if args.use_vmap and not os.path.exists(os.path.join(args.model_dir, "vmap.txt")):
+        sys.exit(f"ct2_translate: --use-vmap, but {args.model_dir} has no vmap.txt")
 
     import ctranslate2
     import sentencepiece
@@ -98,8 +100,6 @@ def main():
                    length_penalty=args.lenpen, max_decoding_length=max_decoding,
                    min_decoding_length=0, max_input_length=0, num_hypotheses=1,
                    suppress_sequences=[["<pad>"], ["<s>"]], use_vmap=args.use_vmap)
-    if args.use_vmap and not os.path.exists(os.path.join(args.model_dir, "vmap.txt")):
-        sys.exit(f"ct2_translate: --use-vmap, but {args.model_dir} has no vmap.txt")
 
     if args.latency_lines > 0:
         print("{:.1f}".format(batch1_latency(translator, sp, options, max_source, args.latency_lines)))
