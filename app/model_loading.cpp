@@ -50,8 +50,9 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   validate(options);
   auto loaded = load_models(paths, device, decoding.shortlist);
   if (decoding.shortlist) {
-    spdlog::info("shortlist: {} frequent subwords, {} candidates in all", loaded.shortlist.frequent().size(),
-                 loaded.shortlist.entries());
+    spdlog::info(
+        "shortlist: {} frequent subwords, {} candidates in all, left-out probability corrected by {:+.4f} nats",
+        loaded.shortlist.frequent().size(), loaded.shortlist.entries(), loaded.shortlist.rest_correction());
   }
   // Logged once the flags and files are known good, so a usage or file error stays one line.
   spdlog::info("precision: {}{}", precision.reason, options.quantize_int8 ? ", int8 linear layers" : "");

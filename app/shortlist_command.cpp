@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "app/command.h"
@@ -10,6 +11,7 @@
 #include "data/prepare_corpus.h"
 #include "model/model_file.h"
 #include "model/shortlist.h"
+#include "model/shortlist_calibration.h"
 #include "model/shortlist_coverage.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,7 +24,8 @@ struct ShortlistCommandOptions {
   CorpusFiles valid;  // held-out pairs whose coverage is reported
   std::string output;
   ShortlistOptions shortlist;
-  int64_t max_pairs = 0;  // 0 = the whole corpus
+  int64_t max_pairs = 0;             // 0 = the whole corpus
+  int64_t calibration_pairs = 1000;  // 0 = no correction
 };
 
 /// Reads up to `limit` pairs (0: all) a chunk at a time, encodes each chunk on all cores and hands
@@ -56,11 +59,37 @@ void report_coverage(const Shortlist& shortlist, const Tokenizer& tokenizer, con
       coverage.most_candidates, shortlist.vocab_size());
 }
 
+/// Measures the shortlist's normalizer against the whole vocabulary's on the first `limit` pairs of
+/// `files` (model/shortlist_calibration.h) and stores the correction in it.
+void calibrate(LoadedModel& loaded, const Tokenizer& tokenizer, const CorpusFiles& files, int64_t limit) {
+  ParallelTextReader reader = open_corpus(files);
+  std::vector<std::vector<int64_t>> sources, targets;
+  const int64_t longest = loaded.config.positions == PositionEncoding::kLearned ? loaded.config.max_positions - 1
+                                                                                : std::numeric_limits<int64_t>::max();
+  for_each_encoded_pair(reader, tokenizer, limit, [&](const EncodedPair& pair) {
+    // What the model cannot have been trained on tells nothing about its steps.
+    const auto length = static_cast<int64_t>(std::max(pair.source.size(), pair.target.size()));
+    if (pair.source.empty() || pair.target.empty() || length > longest) return;
+    sources.push_back(pair.source);
+    targets.push_back(pair.target);
+  });
+  ShortlistCalibrator calibrator(loaded.model, loaded.shortlist);
+  calibrator.add_pairs(sources, targets);
+  const auto calibration = calibrator.solve();
+  loaded.shortlist.set_rest_correction(calibration.correction);
+  spdlog::info(
+      "calibration on {} steps of {}: the estimated normalizer was off by {:+.4f} nats a step on average "
+      "({:.4f} absolute); corrected by {:+.4f}, off by {:+.4f} ({:.4f} absolute)",
+      calibration.steps, reader.describe(), calibration.mean_before, calibration.mean_abs_before,
+      calibration.correction, calibration.mean_after, calibration.mean_abs_after);
+}
+
 void run_shortlist(const ShortlistCommandOptions& options) {
   validate(options.train, "train", /*required=*/true);
   validate(options.valid, "valid", /*required=*/false);
   validate(options.shortlist);
   if (options.max_pairs < 0) throw std::invalid_argument("--max-pairs must be >= 0");
+  if (options.calibration_pairs < 0) throw std::invalid_argument("--calibration-pairs must be >= 0");
   auto loaded = load_model_file(options.model, torch::kCPU);
   const auto tokenizer = Tokenizer::from_serialized(loaded.tokenizer_proto, options.model);
   ShortlistBuilder builder(loaded.config.vocab_size);
@@ -72,6 +101,9 @@ void run_shortlist(const ShortlistCommandOptions& options) {
   if (builder.pairs() == 0) throw std::runtime_error(reader.describe() + ": no sentence pairs");
   loaded.shortlist = builder.build(options.shortlist);
   if (options.valid.given()) report_coverage(loaded.shortlist, tokenizer, options.valid);
+  if (options.calibration_pairs > 0) {
+    calibrate(loaded, tokenizer, options.valid.given() ? options.valid : options.train, options.calibration_pairs);
+  }
   save_model_file(options.output, loaded.model, loaded.tokenizer_proto, loaded.shortlist);
   spdlog::info(
       "shortlist from {} pairs of {}: {} frequent subwords + up to {} per source subword ({} in all); wrote {}",
@@ -104,6 +136,9 @@ void add_shortlist_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--valid-tgt", options->valid.target,
                   "Their targets (references, or the model's own translations without the shortlist)");
   cmd->add_option("--valid-tsv", options->valid.tsv, "Or one file of source<TAB>target lines");
+  cmd->add_option("--calibration-pairs", options->calibration_pairs,
+                  "Pairs (of --valid-*, else of the corpus) on which to measure and correct the shortlist's "
+                  "estimate of the probability it leaves out (0: no correction)");
   cmd->callback([options, &action] { action = [options] { run_shortlist(*options); }; });
 }
 

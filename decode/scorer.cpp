@@ -101,7 +101,7 @@ TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortli
 std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {
   auto state = std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
   if (shortlist_ != nullptr) {
-    model_->restrict_output(state->state, shortlist_->candidates(source));  // [B, C]
+    model_->restrict_output(state->state, shortlist_->candidates(source), shortlist_->rest_correction());  // [B, C]
   }
   return state;
 }

@@ -1,6 +1,7 @@
 #include "model/shortlist.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -90,12 +91,18 @@ std::vector<int64_t> Shortlist::candidates_of(int64_t source_id) const {
   return std::vector<int64_t>(targets_.begin() + offsets_[source_id], targets_.begin() + offsets_[source_id + 1]);
 }
 
+void Shortlist::set_rest_correction(double nats) {
+  if (!std::isfinite(nats)) throw std::invalid_argument("a shortlist's correction must be finite");
+  rest_correction_ = nats;
+}
+
 void Shortlist::write(torch::serialize::OutputArchive& archive) const {
   torch::serialize::OutputArchive shortlist;
   shortlist.write("vocab_size", c10::IValue(vocab_size_));
   shortlist.write("frequent", to_tensor(frequent_, torch::kLong));
   shortlist.write("offsets", to_tensor(offsets_, torch::kLong));
   shortlist.write("targets", to_tensor(targets_, torch::kInt));
+  shortlist.write("rest_correction", c10::IValue(rest_correction_));
   archive.write("shortlist", shortlist);
 }
 
@@ -112,10 +119,17 @@ Shortlist Shortlist::read(torch::serialize::InputArchive& archive, int64_t vocab
     throw std::runtime_error(what + " covers a vocabulary of " + std::to_string(stored_vocab.toInt()) +
                              ", the model's has " + std::to_string(vocab_size));
   }
+  // Absent from files written before shortlists were calibrated: no correction.
+  c10::IValue correction(0.0);
+  if (archive.try_read("rest_correction", correction) && !correction.isDouble()) {
+    throw std::runtime_error(what + "'s correction has the wrong type");
+  }
   try {
-    return Shortlist(vocab_size, from_tensor<int64_t>(frequent, torch::kLong, what + "'s frequent ids"),
-                     from_tensor<int64_t>(offsets, torch::kLong, what + "'s offsets"),
-                     from_tensor<int32_t>(targets, torch::kInt, what + "'s targets"));
+    Shortlist shortlist(vocab_size, from_tensor<int64_t>(frequent, torch::kLong, what + "'s frequent ids"),
+                        from_tensor<int64_t>(offsets, torch::kLong, what + "'s offsets"),
+                        from_tensor<int32_t>(targets, torch::kInt, what + "'s targets"));
+    shortlist.set_rest_correction(correction.toDouble());
+    return shortlist;
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(what + " is damaged (" + error.what() + ")");
   }

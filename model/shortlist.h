@@ -35,6 +35,12 @@ class Shortlist {
   std::vector<int64_t> candidates_of(int64_t source_id) const;
   const std::vector<int64_t>& frequent() const { return frequent_; }
   int64_t entries() const { return static_cast<int64_t>(targets_.size()); }
+  /// Nats added to the estimate of the log-mass of the tokens a sentence's list leaves out
+  /// (model/shortlist_logits.h), measured on held-out steps by calibrate_shortlist
+  /// (model/shortlist_calibration.h); 0 in a file written before there was one.
+  double rest_correction() const { return rest_correction_; }
+  /// Throws std::invalid_argument unless `nats` is finite.
+  void set_rest_correction(double nats);
 
   /// Into its own sub-archive of a model file.
   void write(torch::serialize::OutputArchive& archive) const;
@@ -47,6 +53,7 @@ class Shortlist {
   std::vector<int64_t> frequent_;
   std::vector<int64_t> offsets_;
   std::vector<int32_t> targets_;
+  double rest_correction_ = 0;
 };
 
 struct ShortlistOptions {

@@ -89,7 +89,7 @@ void ShortlistColumns::append(const ShortlistColumns& other) {
 }
 
 ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
-                                   const RowMoments& moments) {
+                                   const RowMoments& moments, double rest_correction) {
   TORCH_CHECK(matrix.dim() == 2 && candidates.dim() == 2, "shortlist_columns: a [V, D] matrix and [M, C] lists");
   TORCH_CHECK(moments.sum.numel() == matrix.size(1), "shortlist_columns: moments of another matrix");
   torch::NoGradGuard no_grad;
@@ -109,7 +109,7 @@ ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Ten
   const auto& spread = moments.spread;
   return {lists,
           means.to(matrix.scalar_type()),
-          left.squeeze(1).log().to(torch::kFloat32),
+          (left.squeeze(1).log() + rest_correction).to(torch::kFloat32),  // -inf stays -inf
           {spread.basis.to(torch::kCPU, matrix.scalar_type()), spread.excess, spread.residual}};
 }
 

@@ -48,8 +48,9 @@ struct ShortlistColumns {
 };
 
 /// The lists of `candidates` ([M, C] as above) over `matrix` ([V, D], whose row_moments are
-/// `moments`). Reads only the candidates' rows.
+/// `moments`). Reads only the candidates' rows. `rest_correction`: nats added to each list's log
+/// count, and so to its left-out tokens' estimated log-mass (Shortlist::rest_correction).
 ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
-                                   const RowMoments& moments);
+                                   const RowMoments& moments, double rest_correction = 0);
 
 }  // namespace tfm

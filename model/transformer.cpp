@@ -99,10 +99,10 @@ void TransformerImpl::quantize_int8() {
   if (int8_listed_supported(output_matrix().size(1))) output_int8_rows_ = int8_rows(output_matrix());
 }
 
-void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates) {
+void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction) {
   TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
               "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
-  state.output_columns = shortlist_columns(output_matrix(), candidates, output_moments());
+  state.output_columns = shortlist_columns(output_matrix(), candidates, output_moments(), rest_correction);
 }
 
 RowMoments TransformerImpl::output_moments() {

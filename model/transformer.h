@@ -46,12 +46,15 @@ class TransformerImpl : public torch::nn::Module {
   DecoderState start_decoding(const EncoderOutput& encoded);
   /// From now on step() scores each sentence only over its own `candidates` (a shortlist's:
   /// [B, C] int64, one sorted list per sentence of the state, -1 as padding; see
-  /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h).
-  void restrict_output(DecoderState& state, const torch::Tensor& candidates);
+  /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h),
+  /// the left-out tokens' estimate corrected by `rest_correction` nats (Shortlist::rest_correction).
+  void restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction = 0);
   /// What restrict_output() needs of the output matrix alone (its rows' moments: a covariance and
   /// its eigenvectors, ~25 ms at 8,000 x 256) computed now, with the weights' preparation, instead
   /// of in the first restricted batch.
   void prepare_restricted_output() { output_moments(); }
+  /// row_moments(output_matrix()), computed once per matrix.
+  RowMoments output_moments();
   /// last_tokens: [N] (bos at the first step) -> next-token log-probabilities [N, V] (float32);
   /// [N, C] over each row's candidates after restrict_output (padding columns -inf), normalized
   /// with the left-out tokens' stand-in (model/shortlist_logits.h).
@@ -102,9 +105,6 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear output_projection{nullptr};  // untied only: [V, D], no bias
 
  private:
-  /// row_moments(output_matrix()), computed once per matrix.
-  RowMoments output_moments();
-
   ModelConfig config_;
   PreparedWeight output_;        // output_matrix() for oneDNN or FBGEMM, once prepared for inference
   Int8Rows output_int8_rows_;    // output_matrix() for a shortlist's int8 products, once quantized

@@ -82,6 +82,7 @@ run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-
 expect_code 0 "shortlist"
 expect_contains "$err" "shortlist from 400 pairs of" "shortlist reports its corpus"
 expect_contains "$err" "target subwords are among their sentence's candidates" "shortlist reports its coverage"
+expect_contains "$err" "calibration on " "shortlist reports its calibration"
 "$TFM" translate --model "$WORK/shortlisted.pt" --shortlist < "$WORK/odd.txt" > "$WORK/shortlisted.out" \
   2> "$WORK/shortlisted.err" || fail "translate --shortlist: $(cat "$WORK/shortlisted.err")"
 [ "$(wc -l < "$WORK/shortlisted.out")" = 6 ] || fail "--shortlist: 6 input lines gave $(wc -l < "$WORK/shortlisted.out")"
@@ -114,6 +115,10 @@ run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-
   --out "$WORK/bad.pt" --shortlist-iterations -1
 expect_code 2 "--shortlist-iterations -1"
 expect_contains "$err" "--shortlist-iterations -1: must be at least 0" "--shortlist-iterations -1"
+run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+  --out "$WORK/bad.pt" --calibration-pairs -1
+expect_code 2 "--calibration-pairs -1"
+expect_contains "$err" "--calibration-pairs must be >= 0" "--calibration-pairs -1"
 
 # Streaming: a line written to a pipe that stays open is answered at once.
 mkfifo "$WORK/fifo"

@@ -4,10 +4,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "model/model_file.h"
 #include "model/shortlist_coverage.h"
@@ -205,6 +207,28 @@ TEST(Shortlist, CandidatesAreTheSpecialsTheFrequentAndEachSourceTokensListSorted
   EXPECT_TRUE(torch::equal(alone.squeeze(0), ids[1].slice(0, 0, 7)));
 }
 
+TEST(Shortlist, OneWrittenBeforeCalibrationReadsWithoutACorrection) {
+  // The layout files had before the correction: the same four entries, no fifth.
+  torch::serialize::OutputArchive archive, stored;
+  stored.write("vocab_size", c10::IValue(int64_t{6}));
+  stored.write("frequent", torch::tensor(std::vector<int64_t>{5}));
+  stored.write("offsets", torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 0, 1, 1}));
+  stored.write("targets", torch::tensor(std::vector<int32_t>{4}, torch::kInt));
+  archive.write("shortlist", stored);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  torch::serialize::InputArchive input;
+  std::istringstream in(bytes.str());
+  input.load_from(in);
+  torch::serialize::InputArchive inner;
+  ASSERT_TRUE(input.try_read("shortlist", inner));
+  const auto shortlist = Shortlist::read(inner, 6, "old.pt");
+  EXPECT_EQ(shortlist.candidates_of(4), std::vector<int64_t>{4});
+  EXPECT_EQ(shortlist.rest_correction(), 0.0);
+  Shortlist corrected = shortlist;
+  EXPECT_THROW(corrected.set_rest_correction(std::nan("")), std::invalid_argument);
+}
+
 TEST(Shortlist, RejectsPiecesThatDoNotFitTogether) {
   EXPECT_THROW(Shortlist(4, {}, {0, 0, 0}, {}), std::invalid_argument);       // offsets too short
   EXPECT_THROW(Shortlist(2, {}, {0, 2, 1}, {1, 1}), std::invalid_argument);   // decreasing
@@ -220,7 +244,8 @@ TEST(Shortlist, TravelsInTheModelFileAndOldFilesHaveNone) {
   ModelConfig config = preset("tiny");
   config.vocab_size = 40;
   Transformer model(config);
-  const auto shortlist = build(random_corpus(40, 100, 3), 40, ShortlistOptions{4, 5});
+  auto shortlist = build(random_corpus(40, 100, 3), 40, ShortlistOptions{4, 5});
+  shortlist.set_rest_correction(0.0625);
   const auto with = (dir.path() / "with.pt").string();
   const auto without = (dir.path() / "without.pt").string();
   save_model_file(with, model, "tokenizer", shortlist);
@@ -229,6 +254,7 @@ TEST(Shortlist, TravelsInTheModelFileAndOldFilesHaveNone) {
   ASSERT_FALSE(loaded.shortlist.empty());
   EXPECT_EQ(loaded.shortlist.frequent(), shortlist.frequent());
   for (int64_t s = 0; s < 40; ++s) EXPECT_EQ(loaded.shortlist.candidates_of(s), shortlist.candidates_of(s));
+  EXPECT_EQ(loaded.shortlist.rest_correction(), 0.0625);
   EXPECT_TRUE(load_model_file(without, torch::kCPU).shortlist.empty());
 
   // A shortlist for another vocabulary is refused, naming the file.
