@@ -16,6 +16,9 @@ namespace {
 /// Sentences per add() in add_pairs: enough rows for the products to run at speed.
 constexpr size_t kPairsPerBatch = 64;
 
+/// Rows of the full product at a time: [512, V] float32, 64 MiB at 32,000 subwords.
+constexpr int64_t kRowsPerProduct = 512;
+
 /// The widest correction solve() considers, in nats: far beyond any measured error.
 constexpr double kWidest = 20.0;
 
@@ -49,10 +52,17 @@ void ShortlistCalibrator::add(const torch::Tensor& source, const torch::Tensor& 
   const auto columns = shortlist_columns(matrix, shortlist_.candidates(source), moments_);
   const auto estimate = shortlist_logits(hidden, matrix, columns, /*rows_per_list=*/length);
   const auto on_cpu = [](const torch::Tensor& values) { return values.to(torch::kCPU, torch::kDouble).contiguous(); };
-  const auto listed = on_cpu(estimate.listed.logsumexp(1));                                       // [B*T]
-  const auto rest = on_cpu(estimate.rest);                                                        // [B*T]
-  const auto exact = on_cpu(torch::matmul(hidden, matrix.t()).to(torch::kFloat32).logsumexp(1));  // [B*T]
-  const auto real = target_in.reshape({-1}).to(torch::kCPU).ne(kPadId).contiguous();              // [B*T]
+  const auto listed = on_cpu(estimate.listed.logsumexp(1));  // [B*T]
+  const auto rest = on_cpu(estimate.rest);                   // [B*T]
+  // The whole vocabulary's logits a block of rows at a time: [B*T, V] at once is gigabytes for long
+  // sentences and a WMT vocabulary.
+  std::vector<torch::Tensor> blocks;
+  for (int64_t first = 0; first < hidden.size(0); first += kRowsPerProduct) {
+    const auto rows = hidden.narrow(0, first, std::min(kRowsPerProduct, hidden.size(0) - first));
+    blocks.push_back(torch::matmul(rows, matrix.t()).to(torch::kFloat32).logsumexp(1));
+  }
+  const auto exact = on_cpu(torch::cat(blocks));                                      // [B*T]
+  const auto real = target_in.reshape({-1}).to(torch::kCPU).ne(kPadId).contiguous();  // [B*T]
   const auto* is_real = real.data_ptr<bool>();
   for (int64_t row = 0; row < sentences * length; ++row) {
     if (!is_real[row]) continue;

@@ -48,12 +48,13 @@ Transformer sharp_model(uint64_t seed) {
   return model;
 }
 
-/// Random pairs of 1-6 tokens, no specials.
+/// Random pairs of 1-12 tokens, no specials: a batch of 64 has more rows than one block of the
+/// calibrator's full product.
 void random_pairs(int64_t count, std::vector<std::vector<int64_t>>& sources,
                   std::vector<std::vector<int64_t>>& targets) {
   for (int64_t i = 0; i < count; ++i) {
     for (auto* side : {&sources, &targets}) {
-      const int64_t length = 1 + torch::randint(6, {1}).item<int64_t>();
+      const int64_t length = 1 + torch::randint(12, {1}).item<int64_t>();
       const auto ids = torch::randint(kNumSpecialIds, kVocab, {length}, torch::kLong);
       side->emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
     }
