@@ -66,7 +66,8 @@ torch::Tensor Shortlist::candidates(const torch::Tensor& source) const {
     for (const int64_t id : frequent_) keep(id);
     for (int64_t i = 0; i < length; ++i) {
       const int64_t id = data[b * length + i];
-      if (!in_vocabulary(id, vocab_size_)) continue;
+      // Padding is the batch's, not the sentence's: a list stored for it must not join a sentence's.
+      if (id == kPadId || !in_vocabulary(id, vocab_size_)) continue;
       for (int64_t e = offsets_[id]; e < offsets_[id + 1]; ++e) keep(targets_[e]);
     }
     std::sort(mine.begin(), mine.end());

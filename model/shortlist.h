@@ -29,7 +29,7 @@ class Shortlist {
   /// source: [B, S] ids on any device -> [B, C] int64 on the CPU: row b holds every id sentence b
   /// may produce, sorted ascending (the special ids 0 .. kNumSpecialIds-1 always first), then -1 up
   /// to C, the most any sentence of the batch has. Each sentence's own: what a sentence may produce
-  /// does not depend on the others in its batch.
+  /// does not depend on the others in its batch, nor on its padding (pad's list, if any, is not read).
   torch::Tensor candidates(const torch::Tensor& source) const;
   /// The candidates of source token `source_id` (the frequent ones not included).
   std::vector<int64_t> candidates_of(int64_t source_id) const;

@@ -229,6 +229,17 @@ TEST(Shortlist, OneWrittenBeforeCalibrationReadsWithoutACorrection) {
   EXPECT_THROW(corrected.set_rest_correction(std::nan("")), std::invalid_argument);
 }
 
+TEST(Shortlist, PaddingAddsNoCandidatesEvenWhereTheShortlistListsSomeForIt) {
+  // Vocabulary 8: pad (0) lists 6, token 4 lists 5. A file could hold a list for pad; a sentence's
+  // candidates must still not depend on how much its batch pads it.
+  const Shortlist shortlist(8, {}, {0, 1, 1, 1, 1, 2, 2, 2, 2}, {6, 5});
+  const auto padded = torch::tensor(std::vector<int64_t>{4, kEosId, kPadId, 4, 7, kEosId}).view({2, 3});
+  const auto alone = torch::tensor(std::vector<int64_t>{4, kEosId}).view({1, 2});
+  const auto ids = shortlist.candidates(padded);
+  EXPECT_TRUE(torch::equal(ids[0].slice(0, 0, 5), shortlist.candidates(alone)[0]));
+  EXPECT_FALSE((ids[0] == 6).any().item<bool>()) << ids;
+}
+
 TEST(Shortlist, RejectsPiecesThatDoNotFitTogether) {
   EXPECT_THROW(Shortlist(4, {}, {0, 0, 0}, {}), std::invalid_argument);       // offsets too short
   EXPECT_THROW(Shortlist(2, {}, {0, 2, 1}, {1, 1}), std::invalid_argument);   // decreasing
