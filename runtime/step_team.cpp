@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -23,34 +22,6 @@ void relax() {
   _mm_pause();
 #endif
 }
-
-/// Pauses before a waiter starts giving its core away: 64, a few microseconds. With 2048 (~50 us)
-/// a team that shared its core with another process's lost that much at every loop of int8
-/// batch-1 decoding (10x as slow; BENCHMARKS.md); past the pauses, a yield on a free core returns
-/// at once.
-constexpr int kPausesBeforeYielding = 64;
-
-/// Waiting for another thread of the team: pause a while, then yield the core between looks. A
-/// waiter that only paused burned its whole time slice whenever the thread it waited for had been
-/// descheduled (more runnable threads than cores: two processes, or two tests side by side), at
-/// every loop; a search then took up to 30x as long (BENCHMARKS.md). Where the cores are free,
-/// yielding returns at once.
-class Waiter {
- public:
-  void wait() {
-    if (pauses_ < kPausesBeforeYielding) {
-      ++pauses_;
-      relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-  /// After progress: the next wait pauses first again.
-  void reset() { pauses_ = 0; }
-
- private:
-  int pauses_ = 0;
-};
 
 constexpr size_t kLine = 64;
 /// Lines read ahead between two looks for a posted loop: 4 KB, ~0.3 us from memory.
@@ -85,8 +56,7 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
     if (begin != 0) {
       StepTeam* joined = nullptr;
-      Waiter waiter;
-      while ((joined = published.load(std::memory_order_acquire)) == nullptr) waiter.wait();
+      while ((joined = published.load(std::memory_order_acquire)) == nullptr) relax();
       joined->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);
       return;
     }
@@ -94,8 +64,7 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
     const int members = team->members_;
     published.store(team.get(), std::memory_order_release);
     // Every member takes part in every loop: none may arrive after the first.
-    Waiter waiter;
-    while (arrived.load(std::memory_order_acquire) < members - 1) waiter.wait();
+    while (arrived.load(std::memory_order_acquire) < members - 1) relax();
     t_team = team.get();
     try {
       body();
@@ -155,8 +124,7 @@ void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<vo
     failed = std::current_exception();
   }
   // The members call `share` until they are done: wait for them even when the own share threw.
-  Waiter waiter;
-  while (done_.load(std::memory_order_acquire) < members_ - 1) waiter.wait();
+  while (done_.load(std::memory_order_acquire) < members_ - 1) relax();
   ended_.store(posted, std::memory_order_release);
   if (failing_.load(std::memory_order_acquire)) {
     if (!failed) failed = failed_;
@@ -176,12 +144,10 @@ void StepTeam::serve(int member) {
   const auto helpers = static_cast<size_t>(members_ - 1);
   size_t part_bytes = 0, line = 0, lines = 0;
   unsigned sink = 0;
-  Waiter waiter;
   for (;;) {
     const uint64_t posted = posted_.load(std::memory_order_acquire);
     if (posted != seen) {
       seen = posted;
-      waiter.reset();
       if (released_.load(std::memory_order_relaxed)) break;
       if (member < sharing_) {
         try {
@@ -208,7 +174,7 @@ void StepTeam::serve(int member) {
       }
       continue;
     }
-    waiter.wait();
+    relax();
   }
   (void)sink;
 }
