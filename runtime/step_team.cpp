@@ -7,21 +7,10 @@
 #include <omp.h>
 #endif
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 namespace tfm {
 namespace {
 
 thread_local StepTeam* t_team = nullptr;
-
-/// A spinning thread's pause: spare the core's other hardware thread and the memory.
-void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#endif
-}
 
 constexpr size_t kLine = 64;
 /// Lines read ahead between two looks for a posted loop: 4 KB, ~0.3 us from memory.
@@ -30,6 +19,11 @@ constexpr size_t kLinesBetweenLooks = 64;
 }  // namespace
 
 StepTeam* StepTeam::of_this_thread() { return t_team; }
+
+StepTeam::StepTeam(int threads, Successors& successors)
+    : members_(threads), claimed_(new std::atomic<uint32_t>[static_cast<size_t>(threads)]), successors_(successors) {
+  for (int share = 0; share < threads; ++share) claimed_[share].store(0, std::memory_order_relaxed);
+}
 
 void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   const int threads = at::get_num_threads();
@@ -44,6 +38,7 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   }
 #ifdef _OPENMP
   std::atomic<StepTeam*> published{nullptr};
+  Doorbell publishing;
   std::atomic<int> arrived{0};
   std::exception_ptr failed;
   Successors learned_afresh;  // the team's table when the caller keeps none; outlives the team
@@ -55,16 +50,14 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   // index 0 and runs the body, every other thread serves.
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
     if (begin != 0) {
-      StepTeam* joined = nullptr;
-      while ((joined = published.load(std::memory_order_acquire)) == nullptr) relax();
-      joined->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);
+      wait_until(publishing, [&] { return published.load(std::memory_order_acquire) != nullptr; });
+      published.load(std::memory_order_acquire)->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);
       return;
     }
     team->members_ = std::max(1, std::min(threads, omp_get_num_threads()));
-    const int members = team->members_;
     published.store(team.get(), std::memory_order_release);
-    // Every member takes part in every loop: none may arrive after the first.
-    while (arrived.load(std::memory_order_acquire) < members - 1) relax();
+    publishing.ring();
+    // No waiting for the members to arrive: until one has, the calling thread runs its shares.
     t_team = team.get();
     try {
       body();
@@ -80,7 +73,7 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
 
 void StepTeam::release() {
   released_.store(true, std::memory_order_relaxed);
-  posted_.fetch_add(1, std::memory_order_release);
+  posted_.ring();
 }
 
 int StepTeam::sharing(int64_t count, int64_t grain) const {
@@ -102,6 +95,25 @@ MemoryRange StepTeam::Successors::learn(MemoryRange reads) {
   return known != next_.end() ? known->second : MemoryRange{};
 }
 
+bool StepTeam::claim(int share, uint32_t loop) {
+  uint32_t last = claimed_[share].load(std::memory_order_relaxed);
+  // A share not claimed in `loop` yet was last claimed in an earlier one; a later one means that
+  // `loop` has ended (every share of it was claimed) and another is posted.
+  while (last < loop) {
+    if (claimed_[share].compare_exchange_weak(last, loop, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+void StepTeam::run_share(int share, std::exception_ptr& failed) noexcept {
+  try {
+    const auto [begin, end] = share_of(share, sharing_, count_);
+    if (begin < end) (*share_)(begin, end);
+  } catch (...) {
+    if (!failed) failed = std::current_exception();
+  }
+}
+
 void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& share,
                             MemoryRange reads) {
   const MemoryRange ahead = successors_.learn(reads);
@@ -114,18 +126,22 @@ void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<vo
   count_ = count;
   sharing_ = sharing;
   ahead_ = ahead;
-  done_.store(0, std::memory_order_relaxed);
-  const uint64_t posted = posted_.fetch_add(1, std::memory_order_release) + 1;
+  completed_.reset(0);
+  const uint32_t loop = posted_.value() + 1;  // only this thread rings it
+  // Shares this loop does not have count as claimed: no member takes them.
+  for (int absent = sharing; absent < members_; ++absent) claimed_[absent].store(loop, std::memory_order_relaxed);
+  posted_.ring();
   std::exception_ptr failed;
-  try {
-    const auto [begin, end] = share_of(0, sharing, count);
-    share(begin, end);
-  } catch (...) {
-    failed = std::current_exception();
+  run_share(0, failed);
+  // The shares no member has claimed by now: the member is busy, descheduled or not yet here.
+  uint32_t own = 0;
+  for (int taken = 1; taken < sharing; ++taken) {
+    if (claim(taken, loop)) run_share(taken, failed), ++own;
   }
-  // The members call `share` until they are done: wait for them even when the own share threw.
-  while (done_.load(std::memory_order_acquire) < members_ - 1) relax();
-  ended_.store(posted, std::memory_order_release);
+  // The members call `share` until they are done: wait for them even when a share threw.
+  const uint32_t by_members = static_cast<uint32_t>(sharing - 1) - own;
+  wait_until(completed_, [&] { return completed_.value() >= by_members; });
+  ended_.store(loop, std::memory_order_release);
   if (failing_.load(std::memory_order_acquire)) {
     if (!failed) failed = failed_;
     failed_ = nullptr;
@@ -135,7 +151,7 @@ void StepTeam::parallel_for(int64_t count, int64_t grain, const std::function<vo
 }
 
 void StepTeam::serve(int member) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   // Read ahead: this member's parts of the next loop's bytes, split as evenly as the shares (part
   // p is roughly share p's), a line of each part in turn, so that every share's first lines come
   // first.
@@ -144,24 +160,30 @@ void StepTeam::serve(int member) {
   const auto helpers = static_cast<size_t>(members_ - 1);
   size_t part_bytes = 0, line = 0, lines = 0;
   unsigned sink = 0;
+  PauseBudget idle;
   for (;;) {
-    const uint64_t posted = posted_.load(std::memory_order_acquire);
+    const uint32_t posted = posted_.value();
     if (posted != seen) {
       seen = posted;
+      idle.reset();
       if (released_.load(std::memory_order_relaxed)) break;
-      if (member < sharing_) {
-        try {
-          const auto [begin, end] = share_of(member, sharing_, count_);
-          if (begin < end) (*share_)(begin, end);
-        } catch (...) {
-          if (!failing_.exchange(true, std::memory_order_acq_rel)) failed_ = std::current_exception();
+      // Its own share first, then any other no one has taken (a member that was descheduled).
+      lines = 0;
+      for (int k = 0; k < members_ - 1; ++k) {
+        const int share = 1 + (member - 1 + k) % (members_ - 1);
+        if (!claim(share, seen)) continue;
+        if (lines == 0) {
+          // The loop's fields hold while this member's share is not done.
+          ahead = static_cast<const char*>(ahead_.data);
+          part_bytes = static_cast<size_t>(ahead_.size) / parts;
+          lines = ahead != nullptr ? part_bytes / kLine : 0;
+          line = 0;
         }
+        std::exception_ptr failed;
+        run_share(share, failed);
+        if (failed && !failing_.exchange(true, std::memory_order_acq_rel)) failed_ = failed;
+        completed_.ring();
       }
-      ahead = static_cast<const char*>(ahead_.data);
-      part_bytes = static_cast<size_t>(ahead_.size) / parts;
-      lines = ahead != nullptr ? part_bytes / kLine : 0;
-      line = 0;
-      done_.fetch_add(1, std::memory_order_release);
       continue;
     }
     // Only once the loop has ended: reading ahead while another member still streams its share
@@ -172,9 +194,13 @@ void StepTeam::serve(int member) {
         for (size_t part = static_cast<size_t>(member - 1); part < parts; part += helpers)
           sink += *reinterpret_cast<const volatile unsigned char*>(ahead + part * part_bytes + line * kLine);
       }
+      idle.reset();
       continue;
     }
-    relax();
+    if (!idle.pause()) {
+      posted_.sleep_while(seen);
+      idle.reset();
+    }
   }
   (void)sink;
 }

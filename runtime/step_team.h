@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
 #include <ATen/Parallel.h>
 
+#include "runtime/doorbell.h"
 #include "runtime/huge_pages.h"
 
 namespace tfm {
@@ -23,6 +25,11 @@ namespace tfm {
 /// come from the caches, twice as fast (BENCHMARKS.md). Inside the region LibTorch's own parallel
 /// loops run on the calling thread alone, so a team pays only where the search's loops go through
 /// team_parallel_for: decoding at a few rows on the CPU.
+///
+/// A loop never waits for a member that has not begun its share: the calling thread runs the
+/// shares no member has claimed once its own is done. So a member that was descheduled (more
+/// runnable threads than cores) costs the loop its help, not the rest of a time slice; and
+/// members that have long had nothing to do sleep until the next loop is posted (Doorbell).
 class StepTeam {
  public:
   /// Which loop followed which, by the bytes they read: what a team learns in a search's first
@@ -57,23 +64,32 @@ class StepTeam {
                     MemoryRange reads = {});
 
   int members() const { return members_; }
+  /// Members asleep, waiting for a loop (for tests).
+  int members_asleep() const { return posted_.sleepers(); }
 
  private:
-  StepTeam(int members, Successors& successors) : members_(members), successors_(successors) {}
+  StepTeam(int threads, Successors& successors);
   /// A member's life in the region: serve loops, read ahead between them, until released.
   void serve(int member);
   /// The members that take a share of `count` items at `grain` a share at least.
   int sharing(int64_t count, int64_t grain) const;
   /// [begin, end) of `member`'s share of `count` among `sharing`.
   static std::pair<int64_t, int64_t> share_of(int member, int sharing, int64_t count);
+  /// Takes share `share` of loop `loop` if no thread has: then the loop's fields hold until the
+  /// share is done.
+  bool claim(int share, uint32_t loop);
+  /// Runs share `share` of the posted loop, keeping its exception in `failed`.
+  void run_share(int share, std::exception_ptr& failed) noexcept;
   void release();
 
-  int members_;                      // the calling thread and the others: set before any serves
-  std::atomic<uint64_t> posted_{0};  // loops posted; a change wakes the members
-  std::atomic<uint64_t> ended_{0};   // the last posted loop whose every share is done
-  std::atomic<int> done_{0};         // members done with the posted loop
+  int members_;                     // the calling thread and the others: set before any serves
+  Doorbell posted_;                 // loops posted (a team lives one hold: 2^32 loops do not wrap)
+  Doorbell completed_;              // shares of the posted loop done by members
+  std::atomic<uint32_t> ended_{0};  // the last posted loop whose every share is done
   std::atomic<bool> released_{false};
-  // The posted loop: written before posted_ changes, read by the members after.
+  // [threads]: the last loop in which each share was claimed (share 0 is the caller's own).
+  std::unique_ptr<std::atomic<uint32_t>[]> claimed_;
+  // The posted loop: written before posted_ rings, read by a member once it has claimed a share.
   const std::function<void(int64_t, int64_t)>* share_ = nullptr;
   int64_t count_ = 0;
   int sharing_ = 0;

@@ -65,16 +65,72 @@ TEST(StepTeam, LoopsSplitAsLibTorchsAndRunOnEveryMember) {
         EXPECT_EQ(shares_of(team, first, last, grain), expected[i]) << "loop " << i;
       }
       std::mutex mutex;
+      std::atomic<bool> other_began{false};
       team_parallel_for(0, 125, 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) ++runs[static_cast<size_t>(i)];
-        const std::lock_guard<std::mutex> lock(mutex);
-        threads.insert(std::this_thread::get_id());
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          threads.insert(std::this_thread::get_id());
+        }
+        // The calling thread's share waits for the other to begin, so a member must take it: the
+        // calling thread runs a share no member has taken only once its own is done.
+        if (begin == 0) {
+          while (!other_began.load()) std::this_thread::yield();
+        } else {
+          other_began = true;
+        }
       });
     });
     EXPECT_TRUE(held);
     EXPECT_EQ(threads.size(), 2U);  // the calling thread and one other
     for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << "index " << i;
     EXPECT_EQ(StepTeam::of_this_thread(), nullptr);  // released
+  });
+}
+
+TEST(StepTeam, MembersAsleepWakeForTheNextLoop) {
+  with_threads(2, [] {
+    StepTeam::hold([] {
+      StepTeam* team = StepTeam::of_this_thread();
+      ASSERT_NE(team, nullptr);
+      // With no loop posted, the other member stops pausing and sleeps.
+      while (team->members_asleep() < team->members() - 1) std::this_thread::yield();
+      // The posted loop wakes it: the calling thread's share waits for the other's to begin.
+      std::atomic<bool> other_began{false};
+      std::atomic<int64_t> covered{0};
+      team_parallel_for(0, 10, 1, [&](int64_t begin, int64_t end) {
+        covered += end - begin;
+        if (begin == 0) {
+          while (!other_began.load()) std::this_thread::yield();
+        } else {
+          other_began = true;
+        }
+      });
+      EXPECT_EQ(covered.load(), 10);
+    });
+  });
+}
+
+TEST(StepTeam, TheCallingThreadRunsTheSharesNoMemberHasTaken) {
+  // Loops with nothing to do: the calling thread's own share is done before a member looks, now
+  // and then, and the loop must not wait for it. Which thread runs a share does not change what
+  // the loop does: every index once.
+  with_threads(3, [] {
+    StepTeam::hold([] {
+      const std::thread::id caller = std::this_thread::get_id();
+      bool took_anothers = false;
+      for (int loop = 0; loop < 1000000 && !took_anothers; ++loop) {
+        std::array<std::atomic<int>, 3> runs{};
+        std::atomic<bool> by_caller{false};
+        team_parallel_for(0, 3, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) ++runs[static_cast<size_t>(i)];
+          if (begin > 0 && std::this_thread::get_id() == caller) by_caller = true;
+        });
+        for (const auto& run : runs) ASSERT_EQ(run.load(), 1) << "loop " << loop;
+        took_anothers = by_caller.load();
+      }
+      EXPECT_TRUE(took_anothers);
+    });
   });
 }
 
