@@ -45,16 +45,15 @@ bool PauseBudget::pause() {
   return now - started_ < kPausingNs;
 }
 
-uint32_t Doorbell::ring(uint32_t n) {
+void Doorbell::ring() {
   // Both sequentially consistent, as in sleep_while: either the sleeper sees the new value and
   // does not sleep, or this sees the sleeper and wakes it.
-  const uint32_t value = count_.fetch_add(n, std::memory_order_seq_cst) + n;
+  count_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
 #if defined(__linux__)
     syscall(SYS_futex, word_of(count_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 #endif
   }
-  return value;
 }
 
 void Doorbell::sleep_while(uint32_t seen) {

@@ -13,9 +13,9 @@ namespace tfm {
 class Doorbell {
  public:
   uint32_t value() const { return count_.load(std::memory_order_acquire); }
-  /// Adds `n` and wakes the threads sleeping on the bell; returns the new value.
-  uint32_t ring(uint32_t n = 1);
-  /// Sets the value without waking anyone: for a bell no one waits on yet.
+  /// Adds one and wakes the threads sleeping on the bell.
+  void ring();
+  /// Sets the value without waking anyone: for a bell no one waits on now.
   void reset(uint32_t value) { count_.store(value, std::memory_order_relaxed); }
   /// Sleeps while the value is still `seen`; returns at once if it is not. May return early
   /// (a signal, another bell's ring on the same word): callers look again.
