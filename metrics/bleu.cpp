@@ -133,7 +133,12 @@ BleuStats bleu_segment_stats(const std::string& hypothesis, const std::vector<st
   return stats;
 }
 
-BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options) {
+namespace {
+
+/// compute_bleu with the precisions computed in `Real`: double, or float as sacreBLEU computes
+/// them from float32 statistics (NumPy 2 keeps float32 when a Python float meets a float32).
+template <typename Real>
+BleuScore compute_bleu_in(const BleuStats& stats, const BleuOptions& options) {
   BleuScore result;
   result.stats = stats;
   result.bp = brevity_penalty(stats.hyp_len, stats.ref_len);
@@ -145,25 +150,26 @@ BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options) {
   double exp_denominator = 1.0;   // doubles at each zero-match order (method "exp")
   size_t orders = kBleuMaxOrder;  // orders averaged in the geometric mean
   for (size_t n = 1; n <= kBleuMaxOrder; ++n) {
-    double matches = static_cast<double>(stats.matches[n - 1]);
-    double total = static_cast<double>(stats.totals[n - 1]);
+    auto matches = static_cast<Real>(stats.matches[n - 1]);
+    auto total = static_cast<Real>(stats.totals[n - 1]);
     if (options.smooth_method == SmoothMethod::kAddK && n > 1) {
-      matches += value;
-      total += value;
+      matches += static_cast<Real>(value);
+      total += static_cast<Real>(value);
     }
     // No hypothesis n-grams of this order: it and the higher ones stay 0. Without effective
     // order that zero still enters the mean, so the score is 0.
-    if (total == 0.0) break;
+    if (total == Real(0)) break;
     if (options.effective_order) orders = n;
-    double& precision = result.precisions[n - 1];
-    if (matches > 0.0) {
-      precision = 100.0 * matches / total;
+    Real precision = 0;
+    if (matches > Real(0)) {
+      precision = Real(100) * matches / total;
     } else if (options.smooth_method == SmoothMethod::kExp) {
       exp_denominator *= 2.0;
-      precision = 100.0 / (exp_denominator * total);
+      precision = Real(100) / (static_cast<Real>(exp_denominator) * total);
     } else if (options.smooth_method == SmoothMethod::kFloor) {
-      precision = 100.0 * value / total;
+      precision = static_cast<Real>(100.0 * value) / total;
     }
+    result.precisions[n - 1] = static_cast<double>(precision);
   }
   double log_sum = 0.0;
   for (size_t n = 0; n < orders; ++n) log_sum += floored_log(result.precisions[n]);
@@ -171,8 +177,19 @@ BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options) {
   return result;
 }
 
-BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
-                      const std::vector<std::vector<std::string>>& references, const BleuOptions& options) {
+}  // namespace
+
+BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options) {
+  return compute_bleu_in<double>(stats, options);
+}
+
+BleuScore compute_bleu_float32(const BleuStats& stats, const BleuOptions& options) {
+  return compute_bleu_in<float>(stats, options);
+}
+
+std::vector<BleuStats> segment_bleu_stats(const std::vector<std::string>& hypotheses,
+                                          const std::vector<std::vector<std::string>>& references,
+                                          const BleuOptions& options) {
   if (references.empty()) throw std::invalid_argument("BLEU needs at least one reference stream");
   for (const auto& stream : references) {
     if (stream.size() != hypotheses.size()) {
@@ -180,12 +197,20 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                                   "stream of " + std::to_string(stream.size()) + " segments");
     }
   }
-  BleuStats total;
+  std::vector<BleuStats> stats;
+  stats.reserve(hypotheses.size());
   std::vector<std::string> segment_refs(references.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     for (size_t r = 0; r < references.size(); ++r) segment_refs[r] = references[r][i];
-    total += bleu_segment_stats(hypotheses[i], segment_refs, options);
+    stats.push_back(bleu_segment_stats(hypotheses[i], segment_refs, options));
   }
+  return stats;
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::vector<std::string>>& references, const BleuOptions& options) {
+  BleuStats total;
+  for (const auto& stats : segment_bleu_stats(hypotheses, references, options)) total += stats;
   return compute_bleu(total, options);
 }
 

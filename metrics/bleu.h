@@ -80,6 +80,16 @@ BleuStats bleu_segment_stats(const std::string& hypothesis, const std::vector<st
 /// The score from (summed) statistics.
 BleuScore compute_bleu(const BleuStats& stats, const BleuOptions& options);
 
+/// The same with the n-gram precisions computed in float32, as sacreBLEU's paired tests compute
+/// them from their float32 arrays of resampled statistics (NumPy 2's promotion rules).
+BleuScore compute_bleu_float32(const BleuStats& stats, const BleuOptions& options);
+
+/// Each segment's statistics: hypotheses[i] against references[r][i] for every stream r (every
+/// stream as long as `hypotheses`, std::invalid_argument otherwise).
+std::vector<BleuStats> segment_bleu_stats(const std::vector<std::string>& hypotheses,
+                                          const std::vector<std::vector<std::string>>& references,
+                                          const BleuOptions& options);
+
 /// Corpus BLEU. references[r][i] is reference r of segment i; every stream has as many
 /// segments as `hypotheses` (std::invalid_argument otherwise).
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,

@@ -128,30 +128,54 @@ ChrfStats chrf_segment_stats(const std::string& hypothesis, const std::vector<st
   return best;
 }
 
-double chrf_f_score(const ChrfStats& stats, const ChrfOptions& options) {
-  double precision = 0.0;
-  double recall = 0.0;
+namespace {
+
+/// chrf_f_score in `Real`: double, or float as sacreBLEU computes it from float32 statistics.
+template <typename Real>
+Real chrf_f_score_in(const ChrfStats& stats, const ChrfOptions& options) {
+  Real precision = 0;
+  Real recall = 0;
   int orders = 0;  // "effective order": orders where hypothesis and reference have n-grams
   for (const auto& order : stats) {
     if (order.hyp > 0 && order.ref > 0) {
-      precision += static_cast<double>(order.match) / static_cast<double>(order.hyp);
-      recall += static_cast<double>(order.match) / static_cast<double>(order.ref);
+      precision += static_cast<Real>(order.match) / static_cast<Real>(order.hyp);
+      recall += static_cast<Real>(order.match) / static_cast<Real>(order.ref);
       ++orders;
     }
   }
   if (orders > 0) {
-    precision /= orders;
-    recall /= orders;
+    precision /= static_cast<Real>(orders);
+    recall /= static_cast<Real>(orders);
   }
-  if (precision + recall == 0.0) return 0.0;
-  const double factor = static_cast<double>(options.beta) * options.beta;
-  double score = (1.0 + factor) * precision * recall;
+  if (precision + recall == Real(0)) return 0;
+  const auto factor = static_cast<Real>(options.beta * options.beta);
+  Real score = (Real(1) + factor) * precision * recall;
   score /= factor * precision + recall;
-  return 100.0 * score;
+  return Real(100) * score;
 }
 
-ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,
-                      const std::vector<std::vector<std::string>>& references, const ChrfOptions& options) {
+}  // namespace
+
+double chrf_f_score(const ChrfStats& stats, const ChrfOptions& options) {
+  return chrf_f_score_in<double>(stats, options);
+}
+
+float chrf_f_score_float32(const ChrfStats& stats, const ChrfOptions& options) {
+  return chrf_f_score_in<float>(stats, options);
+}
+
+void add_chrf_stats(ChrfStats& sum, const ChrfStats& stats) {
+  if (sum.size() < stats.size()) sum.resize(stats.size());
+  for (size_t order = 0; order < stats.size(); ++order) {
+    sum[order].hyp += stats[order].hyp;
+    sum[order].ref += stats[order].ref;
+    sum[order].match += stats[order].match;
+  }
+}
+
+std::vector<ChrfStats> segment_chrf_stats(const std::vector<std::string>& hypotheses,
+                                          const std::vector<std::vector<std::string>>& references,
+                                          const ChrfOptions& options) {
   if (references.empty()) throw std::invalid_argument("chrF needs at least one reference stream");
   for (const auto& stream : references) {
     if (stream.size() != hypotheses.size()) {
@@ -159,18 +183,21 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,
                                   "stream of " + std::to_string(stream.size()) + " segments");
     }
   }
-  ChrfScore result;
-  result.stats.resize(static_cast<size_t>(options.char_order + options.word_order));
+  std::vector<ChrfStats> stats;
+  stats.reserve(hypotheses.size());
   std::vector<std::string> segment_refs(references.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     for (size_t r = 0; r < references.size(); ++r) segment_refs[r] = references[r][i];
-    const ChrfStats stats = chrf_segment_stats(hypotheses[i], segment_refs, options);
-    for (size_t order = 0; order < stats.size(); ++order) {
-      result.stats[order].hyp += stats[order].hyp;
-      result.stats[order].ref += stats[order].ref;
-      result.stats[order].match += stats[order].match;
-    }
+    stats.push_back(chrf_segment_stats(hypotheses[i], segment_refs, options));
   }
+  return stats;
+}
+
+ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::vector<std::string>>& references, const ChrfOptions& options) {
+  ChrfScore result;
+  result.stats.resize(static_cast<size_t>(options.char_order + options.word_order));
+  for (const auto& stats : segment_chrf_stats(hypotheses, references, options)) add_chrf_stats(result.stats, stats);
   result.score = chrf_f_score(result.stats, options);
   return result;
 }

@@ -48,6 +48,19 @@ ChrfStats chrf_segment_stats(const std::string& hypothesis, const std::vector<st
 /// orders where both hypothesis and reference have n-grams, then combined with beta.
 double chrf_f_score(const ChrfStats& stats, const ChrfOptions& options);
 
+/// The same in float32 arithmetic, as sacreBLEU's paired tests compute it from their float32
+/// arrays of resampled statistics (NumPy 2's promotion rules).
+float chrf_f_score_float32(const ChrfStats& stats, const ChrfOptions& options);
+
+/// Adds `stats` into `sum` order by order (an empty `sum` takes its orders).
+void add_chrf_stats(ChrfStats& sum, const ChrfStats& stats);
+
+/// Each segment's statistics: hypotheses[i] against references[r][i] for every stream r (every
+/// stream as long as `hypotheses`, std::invalid_argument otherwise).
+std::vector<ChrfStats> segment_chrf_stats(const std::vector<std::string>& hypotheses,
+                                          const std::vector<std::vector<std::string>>& references,
+                                          const ChrfOptions& options);
+
 /// Corpus chrF. references[r][i] is reference r of segment i (std::invalid_argument when a
 /// stream's length differs from the hypotheses').
 ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,

@@ -4,14 +4,14 @@
 #include <cstdio>
 
 namespace tfm {
-namespace {
 
-/// printf-style fixed point; like Python's f"{x:.Nf}" it rounds the exact binary value.
 std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
   return buffer;
 }
+
+namespace {
 
 std::string prefixed(const std::string& name, const std::string& signature) {
   return signature.empty() ? name : name + "|" + signature;

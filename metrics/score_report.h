@@ -12,6 +12,9 @@
 
 namespace tfm {
 
+/// printf-style fixed point; like Python's f"{x:.Nf}" it rounds the exact binary value.
+std::string fixed(double value, int decimals);
+
 /// sacreBLEU's verbose part of a BLEU score:
 /// "68.5/47.5/29.4/17.1 (BP = 1.000 ratio = 1.014 hyp_len = 73 ref_len = 72)".
 std::string bleu_details(const BleuScore& score);
