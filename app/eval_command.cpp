@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +20,8 @@
 #include "app/runtime_options.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
+#include "metrics/paired_bootstrap.h"
+#include "metrics/paired_bootstrap_report.h"
 #include "metrics/score_report.h"
 #include "metrics/signature.h"
 #include "text/segment_reader.h"
@@ -27,7 +31,7 @@ namespace tfm {
 namespace {
 
 struct EvalCommandOptions {
-  std::string hyp;
+  std::vector<std::string> hyps;  // several only with --paired-bs
   std::vector<std::string> refs;
   std::vector<std::string> metrics = {"bleu"};
   std::string tokenize = "13a";
@@ -40,6 +44,10 @@ struct EvalCommandOptions {
   bool chrf_lowercase = false;
   int width = 2;
   bool json = false;
+  bool paired_bs = false;
+  int64_t paired_bs_n = 1000;
+  bool confidence = false;
+  int64_t confidence_n = 1000;
   // Translate-and-score mode.
   std::vector<std::string> models;
   std::string src;
@@ -60,6 +68,7 @@ struct EvalPlan {
 /// The segments to score: hyps[i] is scored against refs[r][i] for every reference file r.
 struct EvalInputs {
   std::vector<std::string> hyps;
+  std::vector<std::vector<std::string>> compared;  // --paired-bs: the --hyp files after the first
   std::vector<std::vector<std::string>> refs;
   // Translate-and-score mode only.
   double seconds = 0;
@@ -80,12 +89,29 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
   if (options.sentence_level && plan.bleu && plan.chrf) {
     throw std::invalid_argument("--sentence-level scores one metric at a time: give --metrics bleu or --metrics chrf");
   }
-  if (options.hyp.empty() == options.models.empty()) {
+  if (options.hyps.empty() == options.models.empty()) {
     throw std::invalid_argument("give either --hyp (score a file) or --model with --src (translate, then score)");
+  }
+  if (options.paired_bs) {
+    if (options.hyps.size() < 2)
+      throw std::invalid_argument("--paired-bs compares --hyp files: give a baseline and at least one more");
+    if (options.sentence_level) throw std::invalid_argument("--paired-bs tests corpus scores: drop --sentence-level");
+    if (options.paired_bs_n < 1)
+      throw std::invalid_argument("--paired-bs-n " + std::to_string(options.paired_bs_n) + ": must be at least 1");
+  } else if (options.hyps.size() > 1) {
+    throw std::invalid_argument("several --hyp files: compare them with --paired-bs (the first is the baseline)");
+  }
+  if (options.confidence) {
+    if (options.paired_bs)
+      throw std::invalid_argument("--confidence with --paired-bs: the paired test gives each system's interval");
+    if (options.sentence_level) throw std::invalid_argument("--confidence is for corpus scores: drop --sentence-level");
+    if (options.confidence_n < 1)
+      throw std::invalid_argument("--confidence-n " + std::to_string(options.confidence_n) + ": must be at least 1");
   }
   if (!options.models.empty() && options.src.empty()) throw std::invalid_argument("--model needs --src");
   batch_workers(options.workers, options.decoding.translator.max_tokens);  // throws for a bad --workers
-  int stdin_inputs = options.hyp == "-" || options.src == "-" ? 1 : 0;
+  int stdin_inputs = options.src == "-" ? 1 : 0;
+  for (const auto& hyp : options.hyps) stdin_inputs += hyp == "-" ? 1 : 0;
   for (const auto& ref : options.refs) stdin_inputs += ref == "-" ? 1 : 0;
   if (stdin_inputs > 1) throw std::invalid_argument("only one of --hyp and --ref can read stdin ('-')");
   if (options.width < 0 || options.width > 17) {
@@ -123,11 +149,16 @@ void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
 EvalInputs read_inputs(const EvalCommandOptions& options) {
   EvalInputs inputs;
   const bool translate = !options.models.empty();
-  const std::string hyp_name = translate ? options.src : options.hyp == "-" ? "<stdin>" : options.hyp;
+  const auto name = [](const std::string& path) { return path == "-" ? std::string("<stdin>") : path; };
+  const std::string hyp_name = translate ? options.src : name(options.hyps[0]);
   if (translate) {
     translate_source(options, inputs);
   } else {
-    inputs.hyps = read_segments(options.hyp);
+    inputs.hyps = read_segments(options.hyps[0]);
+  }
+  for (size_t s = 1; s < options.hyps.size(); ++s) {
+    inputs.compared.push_back(read_segments(options.hyps[s]));
+    check_segment_counts(hyp_name, inputs.hyps.size(), name(options.hyps[s]), inputs.compared.back().size());
   }
   for (const auto& path : options.refs) {
     inputs.refs.push_back(read_segments(path));
@@ -159,7 +190,7 @@ void warn_if_tokenized(const std::vector<std::string>& hyps) {
 }
 
 nlohmann::ordered_json report_header(const EvalCommandOptions& options, const EvalInputs& inputs) {
-  const std::string hyp = options.models.empty() ? options.hyp : "translation of " + options.src;
+  const std::string hyp = options.models.empty() ? options.hyps[0] : "translation of " + options.src;
   return {{"hyp", hyp},
           {"refs", options.refs},
           {"num_segments", inputs.hyps.size()},
@@ -171,22 +202,76 @@ void print_json(const nlohmann::ordered_json& report) {
   std::cout << report.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
 }
 
+/// sacreBLEU's seed for resampling (--confidence, --paired-bs): SACREBLEU_SEED, default 12345; "none" draws one
+/// (printed with the results, so that the run can be repeated).
+uint64_t bootstrap_seed() {
+  const char* value = std::getenv("SACREBLEU_SEED");
+  if (value == nullptr || *value == '\0') return PairedBootstrapOptions{}.seed;
+  const std::string text = value;
+  if (text == "none" || text == "None")
+    return (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  if (text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 20) {
+    try {
+      return std::stoull(text);
+    } catch (const std::out_of_range&) {
+    }
+  }
+  throw std::invalid_argument("SACREBLEU_SEED=" + text + ": must be a non-negative integer below 2^64, or none");
+}
+
+/// " (μ = 28.33 ± 1.39)" after the score of a sacreBLEU line, as `sacrebleu --confidence` prints it.
+std::string with_interval(const std::string& line, const BootstrapScore& interval, int decimals) {
+  const size_t score = line.find(" = ") + 3;
+  const size_t end = std::min(line.find(' ', score), line.size());
+  return line.substr(0, end) + " " + interval_text(interval, decimals) + line.substr(end);
+}
+
+void add_interval(nlohmann::ordered_json& metric, const BootstrapScore& interval) {
+  metric["confidence_mean"] = interval.mean;
+  metric["confidence_var"] = interval.ci;  // sacreBLEU's name for the half-width
+  metric["confidence"] = "μ = " + fixed(interval.mean, 2) + " ± " + fixed(interval.ci, 2);
+}
+
 /// One line (or JSON object) per metric, each computed over the whole corpus.
 void print_corpus_scores(const EvalCommandOptions& options, const EvalPlan& plan, const EvalInputs& inputs) {
   const size_t num_refs = inputs.refs.size();
   std::vector<std::string> lines;
   nlohmann::ordered_json scores = nlohmann::ordered_json::array();
+  PairedBootstrapOptions resampling;
+  if (options.confidence) {
+    resampling.samples = options.confidence_n;
+    resampling.seed = bootstrap_seed();
+  }
   if (plan.bleu) {
     const BleuScore score = corpus_bleu(inputs.hyps, inputs.refs, plan.bleu_options);
-    const std::string signature = bleu_signature(plan.bleu_options, num_refs);
-    lines.push_back(bleu_line(score, signature, options.width));
-    scores.push_back(bleu_json(score, signature));
+    std::string signature = bleu_signature(plan.bleu_options, num_refs);
+    if (!options.confidence) {
+      lines.push_back(bleu_line(score, signature, options.width));
+      scores.push_back(bleu_json(score, signature));
+    } else {
+      signature = paired_bootstrap_signature(signature, resampling);
+      const auto stats = segment_bleu_stats(inputs.hyps, inputs.refs, plan.bleu_options);
+      const BootstrapScore interval = bootstrap_interval_bleu(stats, plan.bleu_options, resampling);
+      lines.push_back(with_interval(bleu_line(score, signature, options.width), interval, options.width));
+      scores.push_back(bleu_json(score, signature));
+      add_interval(scores.back(), interval);
+    }
   }
   if (plan.chrf) {
     const ChrfScore score = corpus_chrf(inputs.hyps, inputs.refs, plan.chrf_options);
-    const std::string signature = chrf_signature(plan.chrf_options, num_refs);
-    lines.push_back(chrf_line(score, plan.chrf_options, signature, options.width));
-    scores.push_back(chrf_json(score, plan.chrf_options, signature));
+    std::string signature = chrf_signature(plan.chrf_options, num_refs);
+    if (!options.confidence) {
+      lines.push_back(chrf_line(score, plan.chrf_options, signature, options.width));
+      scores.push_back(chrf_json(score, plan.chrf_options, signature));
+    } else {
+      signature = paired_bootstrap_signature(signature, resampling);
+      const auto stats = segment_chrf_stats(inputs.hyps, inputs.refs, plan.chrf_options);
+      const BootstrapScore interval = bootstrap_interval_chrf(stats, plan.chrf_options, resampling);
+      lines.push_back(
+          with_interval(chrf_line(score, plan.chrf_options, signature, options.width), interval, options.width));
+      scores.push_back(chrf_json(score, plan.chrf_options, signature));
+      add_interval(scores.back(), interval);
+    }
   }
   const bool translated = !options.models.empty();
   if (options.json) {
@@ -232,11 +317,45 @@ void print_sentence_scores(const EvalCommandOptions& options, const EvalPlan& pl
   print_json(report);
 }
 
+/// --paired-bs: every --hyp file against the first, on the same resamples, as sacreBLEU's test.
+void print_paired_test(const EvalCommandOptions& options, const EvalPlan& plan, const EvalInputs& inputs) {
+  std::vector<const std::vector<std::string>*> systems = {&inputs.hyps};
+  for (const auto& hyps : inputs.compared) systems.push_back(&hyps);
+  PairedBootstrapOptions test;
+  test.samples = options.paired_bs_n;
+  test.seed = bootstrap_seed();
+  const size_t num_refs = inputs.refs.size();
+  std::vector<PairedMetricResult> metrics;
+  if (plan.bleu) {
+    std::vector<std::vector<BleuStats>> stats;
+    for (const auto* hyps : systems) stats.push_back(segment_bleu_stats(*hyps, inputs.refs, plan.bleu_options));
+    metrics.push_back({"BLEU", paired_bootstrap_signature(bleu_signature(plan.bleu_options, num_refs), test),
+                       paired_bootstrap_bleu(stats, plan.bleu_options, test)});
+  }
+  if (plan.chrf) {
+    std::vector<std::vector<ChrfStats>> stats;
+    for (const auto* hyps : systems) stats.push_back(segment_chrf_stats(*hyps, inputs.refs, plan.chrf_options));
+    metrics.push_back({chrf_name(plan.chrf_options),
+                       paired_bootstrap_signature(chrf_signature(plan.chrf_options, num_refs), test),
+                       paired_bootstrap_chrf(stats, plan.chrf_options, test)});
+  }
+  if (options.json) {
+    nlohmann::ordered_json report = paired_bootstrap_json(options.hyps, metrics, test);
+    report["refs"] = options.refs;
+    report["num_segments"] = inputs.hyps.size();
+    print_json(report);
+    return;
+  }
+  for (const auto& line : paired_bootstrap_lines(options.hyps, metrics, test, options.width)) std::cout << line << '\n';
+}
+
 void run_eval(const EvalCommandOptions& options) {
   const EvalPlan plan = make_plan(options);
   const EvalInputs inputs = read_inputs(options);
   if (plan.bleu) warn_if_tokenized(inputs.hyps);
-  if (options.sentence_level) {
+  if (options.paired_bs) {
+    print_paired_test(options, plan, inputs);
+  } else if (options.sentence_level) {
     print_sentence_scores(options, plan, inputs);
   } else {
     print_corpus_scores(options, plan, inputs);
@@ -250,7 +369,9 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<EvalCommandOptions>();
   CLI::App* command = app.add_subcommand(
       "eval", "Score translations with BLEU and chrF exactly as sacreBLEU 2.6.0 does (same option names)");
-  command->add_option("--hyp", options->hyp, "System output, one segment per line (- for stdin; .gz, .sgm, .xml)");
+  command->add_option("--hyp", options->hyps,
+                      "System output, one segment per line (- for stdin; .gz, .sgm, .xml); with --paired-bs, "
+                      "a baseline and the systems to compare with it");
   command->add_option("--ref", options->refs, "Reference file(s); line i of each translates line i of the source")
       ->required();
   command->add_option("--metrics", options->metrics, "bleu and/or chrf")->delimiter(',')->capture_default_str();
@@ -269,6 +390,15 @@ void add_eval_command(CLI::App& app, CommandAction& action) {
   command->add_option("--width", options->width, "Decimals of printed scores (JSON has full precision)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "Print one JSON object instead of text lines");
+  command->add_flag("--paired-bs", options->paired_bs,
+                    "Paired bootstrap resampling, as sacreBLEU's: each --hyp file after the first against the "
+                    "first, with the 95% interval and p-value of each score (seed: SACREBLEU_SEED, default 12345)");
+  command->add_option("--paired-bs-n", options->paired_bs_n, "Resamples of the test set for --paired-bs")
+      ->capture_default_str();
+  command->add_flag("--confidence", options->confidence,
+                    "Bootstrap mean and 95% interval of each corpus score, as sacreBLEU's (seed: SACREBLEU_SEED)");
+  command->add_option("--confidence-n", options->confidence_n, "Resamples of the test set for --confidence")
+      ->capture_default_str();
   const std::string group = "Translate and score (instead of --hyp)";
   command->add_option("--model,-m", options->models, "Model file(s) to translate --src with (several = ensemble)")
       ->group(group);

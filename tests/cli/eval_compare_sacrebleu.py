@@ -10,8 +10,10 @@ import subprocess
 import sys
 
 try:
+    import numpy
     import sacrebleu
     from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
 except ImportError:
     print("sacrebleu is not installed: skipping the comparison")
     sys.exit(77)
@@ -92,6 +94,39 @@ def main():
                 expected = CHRF(word_order=word_order, lowercase=lc).corpus_score(hyps, refs).score
                 what = f"chrF word_order={word_order} lc={lc} nrefs={nrefs}"
                 compare(what, expected, tfm_scores(tfm, args)[0]["score"])
+    # Paired bootstrap resampling: the same resamples, means, intervals and p-values. sacreBLEU
+    # computes resampled scores from float32 arrays, in float32 under NumPy 2's promotion rules,
+    # which tfm reproduces (NumPy 1 promoted to float64).
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        others = [[perturb(rng, h) if i % 3 else h for i, h in enumerate(hyps)] for _ in range(2)]
+        for k, lines in enumerate(others):
+            with open(f"{work}/other{k}.txt", "w", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in lines))
+        systems = [("base", hyps), ("other0", others[0]), ("other1", others[1])]
+        files = ["--hyp", f"{work}/hyp.txt", f"{work}/other0.txt", f"{work}/other1.txt", "--ref", f"{work}/ref1.txt"]
+        metrics = {"BLEU": BLEU(), "BLEU-floor": BLEU(smooth_method="floor"), "chrF": CHRF(), "chrF++": CHRF(word_order=2)}
+        flags = {"BLEU": [], "BLEU-floor": ["--smooth-method", "floor"], "chrF": ["--metrics", "chrf"],
+                 "chrF++": ["--metrics", "chrf", "--chrf-word-order", "2"]}
+        for name, metric in metrics.items():
+            _, results = PairedTest(systems, {name: metric}, [refs1], test_type="bs", n_samples=300)()
+            expected = list(results.values())[-1]  # after the systems' names
+            actual = json.loads(subprocess.run([tfm, "eval", *files, *flags[name], "--paired-bs", "--paired-bs-n", "300",
+                                                "--json"], capture_output=True, text=True, check=True).stdout)
+            for s, (exp, act) in enumerate(zip(expected, actual["systems"])):
+                score = act["scores"][0]
+                compare(f"paired {name} system {s} score", float(exp.score), score["score"])
+                compare(f"paired {name} system {s} mean", float(exp.mean), score["mean"])
+                compare(f"paired {name} system {s} ci", float(exp.ci), score["ci"])
+                if s > 0:
+                    compare(f"paired {name} system {s} p", exp.p_value, score["p_value"])
+        # --confidence: one system's bootstrap mean and interval (corpus_score(n_bootstrap=N)).
+        for name, metric in metrics.items():
+            expected = metric.corpus_score(hyps, [refs1], n_bootstrap=300)
+            actual = json.loads(subprocess.run([tfm, "eval", "--hyp", f"{work}/hyp.txt", "--ref", f"{work}/ref1.txt",
+                                                *flags[name], "--confidence", "--confidence-n", "300", "--json"],
+                                               capture_output=True, text=True, check=True).stdout)["scores"][0]
+            compare(f"confidence {name} mean", float(expected._mean), actual["confidence_mean"])
+            compare(f"confidence {name} ci", float(expected._ci), actual["confidence_var"])
     print(f"sacrebleu {sacrebleu.__version__}: {checks - failures}/{checks} scores match to 1e-9")
     sys.exit(1 if failures else 0)
 

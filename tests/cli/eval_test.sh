@@ -68,6 +68,56 @@ else
   echo "skipping the golden-data checks (needs $DATA and python3)"
 fi
 
+# --paired-bs: the first --hyp is the baseline; every other is tested against it on the same resamples.
+printf 'The cat sat on the mat.\nA dog runs.\n\n' > "$WORK/better.txt"
+run "$TFM" eval --hyp "$WORK/hyp.txt" "$WORK/better.txt" "$WORK/hyp.txt" --ref "$WORK/ref.txt" --metrics bleu chrf \
+  --paired-bs --paired-bs-n 200
+expect_code 0 "--paired-bs"
+expect_contains "$out" "baseline: $WORK/hyp.txt" "--paired-bs names the baseline"
+expect_contains "$out" "BLEU|nrefs:1|bs:200|seed:12345|case:mixed|" "--paired-bs BLEU signature"
+expect_contains "$out" "chrF2|nrefs:1|bs:200|seed:12345|" "--paired-bs chrF signature"
+[ "$(printf '%s\n' "$out" | grep -c 'p = ')" = 2 ] || fail "--paired-bs: a p-value per compared system: $out"
+SACREBLEU_SEED=7 "$TFM" eval --hyp "$WORK/hyp.txt" "$WORK/better.txt" --ref "$WORK/ref.txt" --paired-bs --json \
+  > "$WORK/paired.json" 2> "$WORK/err" || fail "--paired-bs --json: $(cat "$WORK/err")"
+if command -v python3 > /dev/null; then
+  python3 -c '
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["test"] == "paired-bs" and report["samples"] == 1000 and report["seed"] == 7, report
+base, other = report["systems"]
+assert base["baseline"] and "p_value" not in base["scores"][0], base
+bleu = other["scores"][0]
+assert bleu["name"] == "BLEU" and 0 < bleu["p_value"] <= 1 and bleu["ci"] >= 0, bleu
+assert "|bs:1000|seed:7|" in bleu["signature"], bleu
+' "$WORK/paired.json" || fail "--paired-bs --json: not the expected JSON object: $(cat "$WORK/paired.json")"
+fi
+for bad in "--paired-bs" "--paired-bs --sentence-level --hyp $WORK/better.txt" "--hyp $WORK/better.txt" \
+           "--paired-bs --paired-bs-n 0 --hyp $WORK/better.txt"; do
+  # shellcheck disable=SC2086 # the flags are meant to split
+  run "$TFM" eval --hyp "$WORK/hyp.txt" --ref "$WORK/ref.txt" $bad
+  expect_code 2 "bad paired test: $bad"
+  expect_one_line_error "bad paired test: $bad"
+done
+SACREBLEU_SEED=x run "$TFM" eval --hyp "$WORK/hyp.txt" "$WORK/better.txt" --ref "$WORK/ref.txt" --paired-bs
+expect_code 2 "bad SACREBLEU_SEED"
+expect_contains "$err" "SACREBLEU_SEED=x" "bad SACREBLEU_SEED is named"
+run "$TFM" eval --hyp "$WORK/hyp.txt" --ref "$WORK/ref.txt" --metrics bleu chrf --confidence --confidence-n 50
+expect_code 0 "--confidence"
+expect_contains "$out" "BLEU|nrefs:1|bs:50|seed:12345|" "--confidence signature"
+[ "$(printf '%s\n' "$out" | grep -c ' = [0-9.]* (μ = [0-9.]* ± [0-9.]*)')" = 2 ] ||
+  fail "--confidence: each score followed by its interval: $out"
+for bad in "--confidence --sentence-level" "--confidence --paired-bs --hyp $WORK/better.txt" "--confidence --confidence-n 0"; do
+  # shellcheck disable=SC2086 # the flags are meant to split
+  run "$TFM" eval --hyp "$WORK/hyp.txt" --ref "$WORK/ref.txt" $bad
+  expect_code 2 "bad confidence flags: $bad"
+  expect_one_line_error "bad confidence flags: $bad"
+done
+printf 'one line\n' > "$WORK/one_line.txt"
+run "$TFM" eval --hyp "$WORK/hyp.txt" "$WORK/one_line.txt" --ref "$WORK/ref.txt" --paired-bs
+expect_code 3 "a compared system of another length"
+expect_one_line_error "a compared system of another length"
+expect_contains "$err" "$WORK/one_line.txt" "the short system is named"
+
 # Errors: one line on stderr, nothing on stdout, documented exit codes.
 printf 'only one line\n' > "$WORK/short.txt"
 run "$TFM" eval --hyp "$WORK/hyp.txt" --ref "$WORK/short.txt"
