@@ -49,7 +49,11 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MODEL SOURCE [LINES] [DTYPE] [THREADS]\n", argv[0]);
     return 2;
   }
-  const auto [lines, dtype, threads] = tfm::bench::batch_one_arguments(argc, argv, 1);
+  // Named members, not a structured binding: C++17 lets no lambda capture a binding (clang refuses).
+  const auto arguments = tfm::bench::batch_one_arguments(argc, argv, 1);
+  const auto& lines = arguments.lines;
+  const auto& dtype = arguments.dtype;
+  const int threads = arguments.threads;
   auto loaded = tfm::load_model_file(argv[1], torch::kCPU);
   const tfm::TranslatorOptions options = tfm::bench::decoding_options(dtype);
   tfm::Translator translator({loaded.model}, tfm::Tokenizer::from_serialized(loaded.tokenizer_proto), options,

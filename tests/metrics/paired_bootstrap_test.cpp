@@ -18,6 +18,17 @@ namespace {
 struct ThreeSystems {
   std::vector<std::vector<std::string>> systems;
   std::vector<std::vector<std::string>> refs;
+
+  std::vector<std::vector<BleuStats>> bleu_stats() const {
+    std::vector<std::vector<BleuStats>> stats;
+    for (const auto& hyps : systems) stats.push_back(segment_bleu_stats(hyps, refs, BleuOptions{}));
+    return stats;
+  }
+  std::vector<std::vector<ChrfStats>> chrf_stats() const {
+    std::vector<std::vector<ChrfStats>> stats;
+    for (const auto& hyps : systems) stats.push_back(segment_chrf_stats(hyps, refs, ChrfOptions{}));
+    return stats;
+  }
 };
 
 ThreeSystems three_systems() {
@@ -41,11 +52,8 @@ ThreeSystems three_systems() {
 
 TEST(PairedBootstrap, BleuMatchesSacrebleusPairedTest) {
   TFM_REQUIRE_DATA("testdata/bleu/perturb_drop_en/hyp.txt");
-  const auto data = three_systems();
+  const auto stats = three_systems().bleu_stats();
   const BleuOptions options;
-  std::vector<std::vector<BleuStats>> stats;
-  for (const auto& hyps : data.systems) stats.push_back(segment_bleu_stats(hyps, data.refs, options));
-
   const auto results = paired_bootstrap_bleu(stats, options, PairedBootstrapOptions{});
   ASSERT_EQ(results.size(), 3U);
   EXPECT_NEAR(results[0].score, 81.38588781769727, 1e-9);
@@ -73,11 +81,8 @@ TEST(PairedBootstrap, BleuMatchesSacrebleusPairedTest) {
 
 TEST(PairedBootstrap, ChrfMatchesSacrebleusFloat32Resamples) {
   TFM_REQUIRE_DATA("testdata/bleu/perturb_drop_en/hyp.txt");
-  const auto data = three_systems();
+  const auto stats = three_systems().chrf_stats();
   const ChrfOptions options;
-  std::vector<std::vector<ChrfStats>> stats;
-  for (const auto& hyps : data.systems) stats.push_back(segment_chrf_stats(hyps, data.refs, options));
-
   const auto results = paired_bootstrap_chrf(stats, options, PairedBootstrapOptions{});
   ASSERT_EQ(results.size(), 3U);
   EXPECT_NEAR(results[0].score, 88.67447082048278, 1e-9);
@@ -106,14 +111,12 @@ TEST(PairedBootstrap, ConfidenceTakesTheExactMeanAsSacrebleusCorpusScore) {
   // its --confidence takes statistics.mean, where the paired test takes NumPy's mean.
   TFM_REQUIRE_DATA("testdata/bleu/perturb_drop_en/hyp.txt");
   const auto data = three_systems();
-  const auto bleu = bootstrap_interval_bleu(segment_bleu_stats(data.systems[0], data.refs, BleuOptions{}),
-                                            BleuOptions{}, PairedBootstrapOptions{});
+  const auto bleu = bootstrap_interval_bleu(data.bleu_stats()[0], BleuOptions{}, PairedBootstrapOptions{});
   EXPECT_NEAR(bleu.score, 81.38588781769727, 1e-9);
   EXPECT_NEAR(bleu.mean, 81.3398484132905, 1e-12);
   EXPECT_NEAR(bleu.ci, 4.8955042547033045, 1e-9);
   EXPECT_FALSE(bleu.p_value.has_value());
-  const auto chrf = bootstrap_interval_chrf(segment_chrf_stats(data.systems[0], data.refs, ChrfOptions{}),
-                                            ChrfOptions{}, PairedBootstrapOptions{});
+  const auto chrf = bootstrap_interval_chrf(data.chrf_stats()[0], ChrfOptions{}, PairedBootstrapOptions{});
   EXPECT_EQ(static_cast<float>(chrf.mean), 88.6280746459961F);  // NumPy's mean: 88.62806701660156
   EXPECT_EQ(static_cast<float>(chrf.ci), 3.372314453125F);
 }
