@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -242,36 +243,38 @@ void print_corpus_scores(const EvalCommandOptions& options, const EvalPlan& plan
     resampling.samples = options.confidence_n;
     resampling.seed = bootstrap_seed();
   }
+  // --confidence: the signature carries bs:N|seed:S, the line and JSON the interval.
+  const auto finish = [&](std::string line, nlohmann::ordered_json json,
+                          const std::optional<BootstrapScore>& interval) {
+    if (interval) {
+      line = with_interval(line, *interval, options.width);
+      add_interval(json, *interval);
+    }
+    lines.push_back(line);
+    scores.push_back(json);
+  };
   if (plan.bleu) {
     const BleuScore score = corpus_bleu(inputs.hyps, inputs.refs, plan.bleu_options);
     std::string signature = bleu_signature(plan.bleu_options, num_refs);
-    if (!options.confidence) {
-      lines.push_back(bleu_line(score, signature, options.width));
-      scores.push_back(bleu_json(score, signature));
-    } else {
+    std::optional<BootstrapScore> interval;
+    if (options.confidence) {
       signature = paired_bootstrap_signature(signature, resampling);
-      const auto stats = segment_bleu_stats(inputs.hyps, inputs.refs, plan.bleu_options);
-      const BootstrapScore interval = bootstrap_interval_bleu(stats, plan.bleu_options, resampling);
-      lines.push_back(with_interval(bleu_line(score, signature, options.width), interval, options.width));
-      scores.push_back(bleu_json(score, signature));
-      add_interval(scores.back(), interval);
+      interval = bootstrap_interval_bleu(segment_bleu_stats(inputs.hyps, inputs.refs, plan.bleu_options),
+                                         plan.bleu_options, resampling);
     }
+    finish(bleu_line(score, signature, options.width), bleu_json(score, signature), interval);
   }
   if (plan.chrf) {
     const ChrfScore score = corpus_chrf(inputs.hyps, inputs.refs, plan.chrf_options);
     std::string signature = chrf_signature(plan.chrf_options, num_refs);
-    if (!options.confidence) {
-      lines.push_back(chrf_line(score, plan.chrf_options, signature, options.width));
-      scores.push_back(chrf_json(score, plan.chrf_options, signature));
-    } else {
+    std::optional<BootstrapScore> interval;
+    if (options.confidence) {
       signature = paired_bootstrap_signature(signature, resampling);
-      const auto stats = segment_chrf_stats(inputs.hyps, inputs.refs, plan.chrf_options);
-      const BootstrapScore interval = bootstrap_interval_chrf(stats, plan.chrf_options, resampling);
-      lines.push_back(
-          with_interval(chrf_line(score, plan.chrf_options, signature, options.width), interval, options.width));
-      scores.push_back(chrf_json(score, plan.chrf_options, signature));
-      add_interval(scores.back(), interval);
+      interval = bootstrap_interval_chrf(segment_chrf_stats(inputs.hyps, inputs.refs, plan.chrf_options),
+                                         plan.chrf_options, resampling);
     }
+    finish(chrf_line(score, plan.chrf_options, signature, options.width),
+           chrf_json(score, plan.chrf_options, signature), interval);
   }
   const bool translated = !options.models.empty();
   if (options.json) {

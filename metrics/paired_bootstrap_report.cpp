@@ -7,7 +7,7 @@
 namespace tfm {
 namespace {
 
-constexpr double kSignificance = 0.05;  // the header line says so
+constexpr double kSignificance = 0.05;
 
 std::string p_value_text(const BootstrapScore& score) {
   if (!score.p_value) return "";
@@ -62,7 +62,7 @@ std::vector<std::string> paired_bootstrap_lines(const std::vector<std::string>& 
   }
   std::vector<std::string> lines = {"paired bootstrap resampling: " + std::to_string(test.samples) +
                                     " resamples of the test set (seed " + std::to_string(test.seed) +
-                                    "), each system against the baseline; * marks p < 0.05"};
+                                    "), each system against the baseline; * marks p < " + fixed(kSignificance, 2)};
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) line += (c == 0 ? "" : "  ") + padded(row[c], widths[c]);
