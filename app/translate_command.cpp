@@ -51,6 +51,8 @@ void write_result(std::ostream& out, const Translation& translation, size_t line
       record["score"] = translation.nbest.front().score;
       record["tokens"] = translation.nbest.front().pieces;
     }
+    if (translation.truncated) record["truncated"] = true;
+    if (translation.at_max_length) record["max_length_reached"] = true;
     if (alignment != nullptr) {
       record["alignment"] = pharaoh_alignment(alignment->hard);
       if (alignment->soft.defined()) {
@@ -125,6 +127,13 @@ void run_translate(const TranslateOptions& options) {
             limit < options.decoding.translator.max_source_len ? "the most the model's learned positions can read"
                                                                : "--max-source-len",
             limit);
+      }
+      if (translations[i].at_max_length) {
+        const SearchOptions& search = options.decoding.translator.search;
+        spdlog::warn(
+            "{}:{}: the translation has the most subwords the search allows ({}; --max-len-a {:g} * source "
+            "+ --max-len-b {}) and may be cut short",
+            input.name(), line_number, translations[i].nbest.front().pieces.size(), search.max_len_a, search.max_len_b);
       }
       std::optional<Alignment> alignment;
       if ((pages || !options.alignment.empty())) {

@@ -54,6 +54,13 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<size_t>& order,
   return batches;
 }
 
+/// Sets translation.at_max_length from its best hypothesis and source (source_ids filled).
+void flag_max_length(IdTranslation& translation, const SearchOptions& options) {
+  translation.at_max_length =
+      !translation.nbest.empty() && reaches_max_length(translation.nbest.front().tokens.size(),
+                                                       static_cast<int64_t>(translation.source_ids.size()), options);
+}
+
 /// sources[rows[b]] as one eos-terminated, pad-filled batch [B, S] on the CPU; `lengths` gets
 /// their subword counts.
 torch::Tensor padded_batch(const std::vector<std::vector<int64_t>>& sources, const std::vector<size_t>& rows,
@@ -246,7 +253,10 @@ std::vector<IdTranslation> IdTranslator::translate_with(std::vector<std::vector<
       translate_batch(sources, batches[batch], worker == 0 ? search : *own[worker], options.beam, out);
     });
   }
-  for (size_t i = 0; i < sources.size(); ++i) out[i].source_ids = std::move(sources[i]);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    out[i].source_ids = std::move(sources[i]);
+    flag_max_length(out[i], options);
+  }
   return out;
 }
 
@@ -272,7 +282,10 @@ std::unique_ptr<IdTranslationStream> IdTranslator::stream(const SearchOptions& s
 }
 
 IdTranslationStream::IdTranslationStream(IdTranslator& translator, const SearchOptions& search)
-    : translator_(translator), beam_(search.beam), scorer_(make_scorer(translator.models_, translator.shortlist_)) {
+    : translator_(translator),
+      search_options_(search),
+      beam_(search.beam),
+      scorer_(make_scorer(translator.models_, translator.shortlist_)) {
   search_ = std::make_unique<BeamSearchStream>(*scorer_, search);
 }
 
@@ -329,6 +342,7 @@ std::vector<IdTranslationStream::Finished> IdTranslationStream::step() {
       translator_.target_tokens_.value += static_cast<int64_t>(sentence.nbest.front().tokens.size());
     }
     pending.translation.nbest = std::move(sentence.nbest);
+    flag_max_length(pending.translation, search_options_);
     source_tokens_ -= static_cast<int64_t>(pending.translation.source_ids.size()) + 1;
     --in_flight_;
     out.push_back({pending.tag, std::move(pending.translation)});

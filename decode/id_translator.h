@@ -43,6 +43,7 @@ void validate(const TranslatorOptions& options);
 struct IdTranslation {
   std::vector<Hypothesis> nbest;    // best first; empty for an empty source
   bool truncated = false;           // the source was longer than IdTranslator::source_limit()
+  bool at_max_length = false;       // the best took all the search's maximum output length: maybe cut short
   std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
 };
 
@@ -80,6 +81,7 @@ class IdTranslationStream {
   };
   IdTranslationStream(IdTranslator& translator, const SearchOptions& search);
   IdTranslator& translator_;
+  SearchOptions search_options_;
   int64_t beam_;
   std::unique_ptr<Scorer> scorer_;
   std::unique_ptr<BeamSearchStream> search_;

@@ -43,6 +43,10 @@ int64_t max_output_length(int64_t source_length, const SearchOptions& options) {
   return std::max<int64_t>(length, 1);
 }
 
+bool reaches_max_length(size_t tokens, int64_t source_length, const SearchOptions& options) {
+  return static_cast<int64_t>(tokens) + 1 >= max_output_length(source_length, options);
+}
+
 double length_penalty(int64_t length, double alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace tfm {
@@ -14,14 +15,17 @@ struct SamplingOptions {
   uint64_t seed = 1;
 };
 
-/// How a batch is decoded. The defaults are the paper's (§6.1: beam 4, maximum output length
-/// input + 50) but for the length penalty (chosen on Multi30k validation; BENCHMARKS.md).
+/// How a batch is decoded. The beam is the paper's (§6.1: 4); the length penalty was chosen on
+/// Multi30k validation (BENCHMARKS.md). The maximum output length grows with the source, so that
+/// long (WMT) sentences are not cut short, but less than the paper's input + 50: the exact stopping
+/// rule below runs each sentence until no live beam can win within that length, and a length
+/// penalty above 1 lets a looping hypothesis win when it may run far past its source.
 struct SearchOptions {
   int64_t beam = 4;             // 1 = greedy
   int64_t nbest = 1;            // hypotheses returned per sentence (<= beam)
   double length_penalty = 1.5;  // alpha in GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha
-  double max_len_a = 0.0;       // maximum output length = a * source length + b (eos included)
-  int64_t max_len_b = 50;
+  double max_len_a = 1.5;       // maximum output length = a * source length + b (eos included)
+  int64_t max_len_b = 10;
   int64_t max_len_limit = 0;    // and never more than this (0: no limit): the longest output the model can position
   int64_t min_len = 0;          // eos is not allowed before this many tokens
   double unk_penalty = 0.0;     // subtracted from unk's log-probability at every step
@@ -38,5 +42,9 @@ void validate(const SearchOptions& options);
 
 /// Output tokens a sentence of `source_length` subwords may get, eos included (at least 1).
 int64_t max_output_length(int64_t source_length, const SearchOptions& options);
+
+/// Whether a translation of `tokens` subwords (eos not counted) of a source of `source_length`
+/// took all max_output_length() allows: search may have ended it there, cut short.
+bool reaches_max_length(size_t tokens, int64_t source_length, const SearchOptions& options);
 
 }  // namespace tfm

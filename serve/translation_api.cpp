@@ -124,6 +124,7 @@ std::string TranslationApi::translate_v1(const RequestBody& request, const std::
       record["tokens"] = t.nbest.front().pieces;
     }
     if (t.truncated) record["truncated"] = true;
+    if (t.at_max_length) record["max_length_reached"] = true;
     if (parsed.alignment) record["alignment"] = pharaoh_alignment(sentence.alignment);
     if (search.nbest > 1) {
       record["nbest"] = nlohmann::json::array();

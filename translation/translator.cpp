@@ -44,6 +44,7 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& l
 Translation to_text(const Tokenizer& tokenizer, IdTranslation translated) {
   Translation out;
   out.truncated = translated.truncated;
+  out.at_max_length = translated.at_max_length;
   out.source_ids = std::move(translated.source_ids);
   for (auto& hypothesis : translated.nbest) {
     Candidate candidate;

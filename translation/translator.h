@@ -24,6 +24,7 @@ struct Candidate {
 struct Translation {
   std::vector<Candidate> nbest;     // best first; empty for an empty input line
   bool truncated = false;           // the input was longer than Translator::source_limit()
+  bool at_max_length = false;       // the best took all the search's maximum output length: maybe cut short
   std::vector<int64_t> source_ids;  // what the model read (after truncation; no </s>)
   const std::string& text() const;
 };

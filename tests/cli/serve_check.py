@@ -120,6 +120,8 @@ def api(port, inputs, expected):
         links = [tuple(map(int, pair.split("-"))) for pair in record["alignment"].split()]
         check([t for _, t in links] == list(range(len(record["tokens"]))), f"one link per subword: {record}")
         check(len(record["nbest"]) == 2 and record["nbest"][0]["translation"] == record["translation"], "nbest")
+        # Flagged exactly when the best takes every subword the server's --max-len-b 12 allows.
+        check(record.get("max_length_reached", False) == (len(record["tokens"]) == 11), f"max_length_reached: {record}")
     response, data = post(port, "/v1/translate", {"text": lines, "source": "en", "target": "de"})
     check([r["translation"] for r in json.loads(data)["translations"]] == want, "/v1/translate with defaults")
     check(json.loads(get(port, "/languages")[1]) == [{"code": "de", "name": "German", "targets": []},

@@ -32,6 +32,22 @@ expect_code 0 "translate odd input"
 [ "$(wc -l < "$WORK/odd.out")" = 6 ] || fail "6 input lines gave $(wc -l < "$WORK/odd.out") output lines"
 [ -z "$(sed -n 2p "$WORK/odd.out")" ] || fail "an empty line must give an empty line"
 grep -q "<stdin>:4: longer than 20 subwords (--max-source-len)" "$WORK/odd.err" || fail "no truncation warning naming line 4"
+# A translation that takes the whole maximum output length may be cut short: the line is named.
+# --min-len 3 holds eos back until the 4th position, the last --max-len-b 4 allows.
+"$TFM" translate --model "$model" --max-len-a 0 --max-len-b 4 --min-len 3 < "$WORK/odd.txt" > "$WORK/cut.out" \
+  2> "$WORK/cut.err" || fail "translate at the maximum length: $(cat "$WORK/cut.err")"
+[ "$(wc -l < "$WORK/cut.out")" = 6 ] || fail "at the maximum length: 6 input lines gave $(wc -l < "$WORK/cut.out") lines"
+for line in 1 4 5 6; do
+  grep -qF "<stdin>:$line: the translation has the most subwords the search allows (3; --max-len-a 0 * source + --max-len-b 4) and may be cut short" \
+    "$WORK/cut.err" || fail "no maximum-length warning naming line $line: $(cat "$WORK/cut.err")"
+done
+! grep -qE "<stdin>:[23]: the translation" "$WORK/cut.err" || fail "a maximum-length warning for an empty line"
+"$TFM" translate --model "$model" --max-len-a 0 --max-len-b 4 --min-len 3 --max-source-len 20 --format json \
+  < "$WORK/odd.txt" 2> /dev/null | python3 -c '
+import json, sys
+flags = [(r.get("truncated", False), r.get("max_length_reached", False)) for r in map(json.loads, sys.stdin)]
+sys.exit(flags != [(False, True), (False, False), (False, False), (True, True), (False, True), (False, True)])' ||
+  fail "translate --format json: truncated and max_length_reached not on the lines they describe"
 
 # Learned positions end at --max-positions: a training pair longer than that is refused before
 # training starts; a longer input line (default --max-source-len 1024) and a huge --max-len-a are
@@ -137,7 +153,7 @@ run "$TFM" eval --model "$model" --src "$WORK/data/test.en" --ref "$WORK/data/te
 expect_code 0 "eval --model"
 expect_contains "$out" "BLEU|nrefs:1" "eval --model prints BLEU"
 expect_contains "$out" "sentences/s" "eval --model prints speed"
-expect_contains "$err" "search: beam 4, length penalty 1.5, max length 0 * source + 50" "eval --model logs the default search"
+expect_contains "$err" "search: beam 4, length penalty 1.5, max length 1.5 * source + 10" "eval --model logs the default search"
 
 # The trainer's checkpoint_avg.pt is `tfm average` of the checkpoints its log names, and translates.
 run "$TFM" average --inputs "$WORK/model/checkpoint_1_6.pt" "$WORK/model/checkpoint_1_12.pt" --output "$WORK/avg.pt"

@@ -54,6 +54,7 @@ TEST(BeamSearch, BeamOneEqualsGreedyLoop) {
     const std::vector<int64_t> tokens{5, 6, 7, 8};
     SearchOptions options;
     options.beam = 1;
+    options.max_len_a = 0;
     options.max_len_b = 10;
     const auto result = beam_search(scorer, source_for(tokens), {4}, options);
     ASSERT_EQ(result.size(), 1u);
@@ -70,6 +71,7 @@ TEST(GreedySearch, EqualsTheGreedyLoopOverFullForwardPasses) {
     SearchOptions options;
     options.beam = 1;
     options.length_penalty = 0.6;
+    options.max_len_a = 0;
     options.max_len_b = 10;
     const auto result = greedy_search(scorer, source_for(tokens), {4}, options);
     ASSERT_EQ(result.size(), 1u);
@@ -141,6 +143,7 @@ TEST(BeamSearch, WideBeamFindsTheBruteForceBest) {
     options.beam = 343;  // |V|^(L-1): every prefix stays in the beam
     options.length_penalty = 0.6;
     options.nbest = 3;
+    options.max_len_a = 0;
     options.max_len_b = kMaxLen;
     const auto result = beam_search(scorer, source, {3}, options)[0];
     ASSERT_EQ(result.size(), 3u);
@@ -158,6 +161,7 @@ TEST(BeamSearch, NarrowBeamReportsItsScoreCorrectly) {
   SearchOptions options;
   options.beam = 2;
   options.length_penalty = 0.6;
+  options.max_len_a = 0;
   options.max_len_b = 8;
   const auto best = beam_search(scorer, source, {5}, options)[0][0];
   const double log_prob = sequence_log_prob(model, source, best.tokens);
@@ -270,6 +274,7 @@ TEST(BeamSearch, ScriptedNBestIsExact) {
   options.beam = 3;
   options.nbest = 3;
   options.length_penalty = 0.0;  // raw log-probabilities
+  options.max_len_a = 0;
   options.max_len_b = 3;
   const auto result = beam_search(scorer, torch::full({1, 2}, 4, torch::kLong), {1}, options)[0];
   ASSERT_EQ(result.size(), 3u);
@@ -291,6 +296,7 @@ TEST(BeamSearch, EarlyStopEndsOnceBeamHypothesesFinished) {
   options.beam = 2;
   options.nbest = 2;
   options.length_penalty = 1.0;
+  options.max_len_a = 0;
   options.max_len_b = 8;
   options.early_stop = true;
   const auto early = beam_search(scorer, source_for({4}), {1}, options);
@@ -315,6 +321,7 @@ TEST(BeamSearch, NoRepeatNgramAndUnkPenalty) {
   });
   SearchOptions options;
   options.beam = 2;
+  options.max_len_a = 0;
   options.max_len_b = 6;
   options.no_repeat_ngram = 2;
   options.unk_penalty = 100.0;

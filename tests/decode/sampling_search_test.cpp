@@ -22,6 +22,7 @@ std::vector<std::vector<Hypothesis>> sample(const SamplingOptions& sampling, con
   SearchOptions options;
   options.sampling = sampling;
   options.sampling.enabled = true;
+  options.max_len_a = 0;
   options.max_len_b = 12;
   return SamplingSearch(options).search(scorer, source, lengths);
 }
@@ -34,6 +35,7 @@ TEST(SamplingSearch, TopOneIsGreedy) {
   auto model = testing::random_model(kVocab, 11);
   TransformerScorer scorer(model);
   SearchOptions options;
+  options.max_len_a = 0;
   options.max_len_b = 12;
   const auto greedy = greedy_search(scorer, source, lengths, options);
   SamplingOptions top_one;

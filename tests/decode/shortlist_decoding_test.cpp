@@ -103,6 +103,7 @@ TEST(ShortlistDecoding, SearchOverEachRowsColumnsEqualsSearchOverTheirTokens) {
   SearchOptions beam;
   beam.beam = 4;
   beam.nbest = 2;
+  beam.max_len_a = 0;
   beam.max_len_b = 12;
   SearchOptions greedy = beam;
   greedy.beam = 1;
@@ -165,6 +166,7 @@ TEST(ShortlistDecoding, ASentenceIsTranslatedAsItIsAloneInAnyBatch) {
   SearchOptions options;
   options.beam = 4;
   options.nbest = 2;
+  options.max_len_a = 0;
   options.max_len_b = 12;
   TransformerScorer shortlisted(random_model(vocab, 4), &shortlist);
   const auto batched = make_search_strategy(options)->search(shortlisted, source, lengths);
@@ -189,6 +191,7 @@ TEST(ShortlistDecoding, AShortlistOfTheWholeVocabularyChangesNoBit) {
   SearchOptions options;
   options.beam = 3;
   options.nbest = 3;
+  options.max_len_a = 0;
   options.max_len_b = 8;
   auto model = random_model(vocab, 11);
   TransformerScorer shortlisted(model, &everything);
@@ -211,6 +214,7 @@ TEST(ShortlistDecoding, SamplingDrawsOnlyCandidates) {
   std::vector<int64_t> lengths;
   const auto source = batch_of({{10, 11}, {22, 23, 24}}, lengths);
   SearchOptions options;
+  options.max_len_a = 0;
   options.max_len_b = 10;
   options.sampling.enabled = true;
   options.sampling.top_k = 0;

@@ -125,6 +125,7 @@ TEST(Translator, RunningOutOfMemoryIsAnErrorNamingTheBatch) {
   Fixture f;
   TranslatorOptions options;
   options.max_tokens = 1 << 30;
+  options.search.max_len_a = 0;
   options.search.max_len_b = 2;
   Translator translator({f.model}, f.tokenizer, options, torch::kCPU);
   std::string very_long;
