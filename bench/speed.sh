@@ -6,7 +6,8 @@
 #   - decoding test_2016_flickr (1000 sentences, beam 4): the plain-PyTorch reference
 #     (bench/reference_translate.py), tfm float32, int8 and (where native) bfloat16, each with and
 #     without its vocabulary shortlist, the default mode with CTranslate2's stopping rule
-#     (--early-stop), and CTranslate2 float32/int8 on the same weights, each with
+#     (--early-stop) and at tfm's default maximum length (-source-max; every other row has the flat
+#     50 CTranslate2 takes), and CTranslate2 float32/int8 on the same weights, each with
 #     one batch on every thread, (rows "xN") N batches at once on a thread each, and (rows "-vmap")
 #     with tfm's shortlist as CTranslate2's vocabulary map
 #     (bench/ct2_*.py, in a venv of its own that this script creates) with sentences/s, BLEU, lines
@@ -141,6 +142,10 @@ modes=(fp32 fp32-shortlist int8 int8-shortlist)
 # default searches on until no live hypothesis can still win (more steps, the same or better score).
 default_mode=fp32 && [ "$bf16_native" = 1 ] && default_mode=bf16
 modes+=("$default_mode-early-stop")
+# And at tfm's own default maximum length (1.5 x source + 10) rather than the flat 50 every other
+# row shares: the exact rule searches until no live beam can win within the maximum, so a tighter
+# one ends sentences sooner (its "identical" column says whether any translation changed).
+modes+=("$default_mode-source-max")
 # Each CTranslate2 compute type twice where there are several threads: one batch on every thread,
 # and one batch per thread at once (inter_threads), CTranslate2's faster int8 on two cores.
 splits=("$threads 1") && [ "$threads" -gt 1 ] && splits+=("1 $threads")
@@ -159,7 +164,10 @@ engines+=("CTranslate2 float32-vmap" "CTranslate2 int8-vmap")
 
 key_of() { echo "${1// /_}"; }
 tfm_settings() {  # tfm_settings MODE: sets dtype and flags
-  flags=(--lenpen 0.6)  # the reference's and CTranslate2's alpha
+  # The reference's and CTranslate2's alpha and maximum length (CTranslate2's is one number, not
+  # a multiple of the source; ct2_translate.py's --max-len 50 counts eos as tfm's --max-len-b does).
+  flags=(--lenpen 0.6 --max-len-a 0 --max-len-b 50)
+  [[ $1 == *-source-max ]] && flags=(--lenpen 0.6)
   dtype=float32
   case "$1" in
     int8*) flags+=(--quantize int8) ;;
@@ -199,7 +207,7 @@ run_once() {  # run_once NAME: one throughput run -> $out/hyp.KEY, log.KEY, rss.
 }
 latencies() {  # latencies NAME: batch-1 p50 at all threads and at one, where measured
   case "$1" in
-    "tfm "*-early-stop) ;;
+    "tfm "*-early-stop | "tfm "*-source-max) ;;
     "tfm "*)
       tfm_settings "${1#tfm }"
       for t in "$threads" 1; do
@@ -275,6 +283,9 @@ printf '%-52s %8s %8s\n' "$default (the default) / $ct2_best" "$(ratio "${speed_
 printf '%-52s %8s %8s\n' "$default-early-stop (CTranslate2's stopping rule) / $ct2_best" \
   "$(ratio "${speed_of[$default-early-stop]}" "${speed_of[$ct2_best]}")" \
   "$(ratio "${mib_of[$default-early-stop]}" "${mib_of[$(one_batch "$ct2_best")]}")"
+printf '%-52s %8s %8s\n' "$default-source-max (1.5 x source + 10) / $ct2_best" \
+  "$(ratio "${speed_of[$default-source-max]}" "${speed_of[$ct2_best]}")" \
+  "$(ratio "${mib_of[$default-source-max]}" "${mib_of[$(one_batch "$ct2_best")]}")"
 for pair in "tfm int8:${fastest[int8]}" "tfm fp32:${fastest[float32]}"; do
   printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
     "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[$(one_batch "${pair##*:}")]}")"
