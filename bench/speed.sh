@@ -283,9 +283,14 @@ printf '%-52s %8s %8s\n' "$default (the default) / $ct2_best" "$(ratio "${speed_
 printf '%-52s %8s %8s\n' "$default-early-stop (CTranslate2's stopping rule) / $ct2_best" \
   "$(ratio "${speed_of[$default-early-stop]}" "${speed_of[$ct2_best]}")" \
   "$(ratio "${mib_of[$default-early-stop]}" "${mib_of[$(one_batch "$ct2_best")]}")"
-printf '%-52s %8s %8s\n' "$default-source-max (1.5 x source + 10) / $ct2_best" \
-  "$(ratio "${speed_of[$default-source-max]}" "${speed_of[$ct2_best]}")" \
-  "$(ratio "${mib_of[$default-source-max]}" "${mib_of[$(one_batch "$ct2_best")]}")"
+# At tfm's default maximum length: against CTranslate2's best, and in float32 mode for mode.
+anchors=("$ct2_best")
+[ "$default_mode" = fp32 ] && [ "${fastest[float32]}" != "$ct2_best" ] && anchors+=("${fastest[float32]}")
+for anchor in "${anchors[@]}"; do
+  printf '%-52s %8s %8s\n' "$default-source-max (1.5 x source + 10) / $anchor" \
+    "$(ratio "${speed_of[$default-source-max]}" "${speed_of[$anchor]}")" \
+    "$(ratio "${mib_of[$default-source-max]}" "${mib_of[$(one_batch "$anchor")]}")"
+done
 for pair in "tfm int8:${fastest[int8]}" "tfm fp32:${fastest[float32]}"; do
   printf '%-52s %8s %8s\n' "${pair%%:*} / ${pair##*:}" "$(ratio "${speed_of[${pair%%:*}]}" "${speed_of[${pair##*:}]}")" \
     "$(ratio "${mib_of[${pair%%:*}]}" "${mib_of[$(one_batch "${pair##*:}")]}")"
