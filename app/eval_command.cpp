@@ -19,6 +19,7 @@
 #include "app/decoding_options.h"
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
+#include "decode/search_options.h"
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
 #include "metrics/paired_bootstrap.h"
@@ -137,7 +138,17 @@ void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   decoding.translator.workers = batch_workers(options.workers, decoding.translator.max_tokens);
   Translator translator = open_translator(options.models, decoding, options.runtime);
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& translation : translator.translate(sources)) inputs.hyps.push_back(translation.text());
+  size_t at_max = 0, first_at_max = 0;  // translations that may be cut short; the first's line
+  for (const auto& translation : translator.translate(sources)) {
+    inputs.hyps.push_back(translation.text());
+    if (translation.at_max_length && at_max++ == 0) first_at_max = inputs.hyps.size();
+  }
+  if (at_max > 0) {
+    const SearchOptions& search = decoding.translator.search;
+    spdlog::warn("{}: {} of {} translations have the most subwords the search allows (--max-len-a {:g} * source + "
+                 "--max-len-b {}) and may be cut short, the first of line {}",
+                 options.src, at_max, inputs.hyps.size(), search.max_len_a, search.max_len_b, first_at_max);
+  }
   inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   inputs.target_tokens = translator.target_tokens();
   if (!options.output.empty()) {

@@ -17,6 +17,7 @@
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "decode/attention_probe.h"
+#include "decode/search_options.h"
 #include "text/line_stream.h"
 #include "translation/translator.h"
 

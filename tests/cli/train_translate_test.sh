@@ -154,6 +154,13 @@ expect_code 0 "eval --model"
 expect_contains "$out" "BLEU|nrefs:1" "eval --model prints BLEU"
 expect_contains "$out" "sentences/s" "eval --model prints speed"
 expect_contains "$err" "search: beam 4, length penalty 1.5, max length 1.5 * source + 10" "eval --model logs the default search"
+lines=$(wc -l < "$WORK/data/test.en")
+run "$TFM" eval --model "$model" --src "$WORK/data/test.en" --ref "$WORK/data/test.de" --max-len-a 0 --max-len-b 4 \
+  --min-len 3
+expect_code 0 "eval --model at the maximum length"
+expect_contains "$err" "$WORK/data/test.en: $lines of $lines translations have the most subwords the search allows (--max-len-a 0 * source + --max-len-b 4) and may be cut short, the first of line 1" \
+  "eval --model counts the translations at the maximum length"
+[ "$(grep -c "may be cut short" <<< "$err")" = 1 ] || fail "eval --model: one line for the translations at the maximum"
 
 # The trainer's checkpoint_avg.pt is `tfm average` of the checkpoints its log names, and translates.
 run "$TFM" average --inputs "$WORK/model/checkpoint_1_6.pt" "$WORK/model/checkpoint_1_12.pt" --output "$WORK/avg.pt"
