@@ -145,9 +145,10 @@ void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   }
   if (at_max > 0) {
     const SearchOptions& search = decoding.translator.search;
-    spdlog::warn("{}: {} of {} translations have the most subwords the search allows (--max-len-a {:g} * source + "
-                 "--max-len-b {}) and may be cut short, the first of line {}",
-                 options.src, at_max, inputs.hyps.size(), search.max_len_a, search.max_len_b, first_at_max);
+    spdlog::warn(
+        "{}: {} of {} translations have the most subwords the search allows (--max-len-a {:g} * source + "
+        "--max-len-b {}) and may be cut short, the first of line {}",
+        options.src, at_max, inputs.hyps.size(), search.max_len_a, search.max_len_b, first_at_max);
   }
   inputs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   inputs.target_tokens = translator.target_tokens();
