@@ -284,7 +284,6 @@ std::unique_ptr<IdTranslationStream> IdTranslator::stream(const SearchOptions& s
 IdTranslationStream::IdTranslationStream(IdTranslator& translator, const SearchOptions& search)
     : translator_(translator),
       search_options_(search),
-      beam_(search.beam),
       scorer_(make_scorer(translator.models_, translator.shortlist_)) {
   search_ = std::make_unique<BeamSearchStream>(*scorer_, search);
 }
@@ -331,7 +330,8 @@ std::vector<IdTranslationStream::Finished> IdTranslationStream::step() {
   std::vector<FinishedSentence> done;
   if (!search_->empty()) {
     translator_.at_rows(
-        static_cast<int64_t>(search_->sentences()) * beam_, [&] { done = search_->step(); }, &successors_);
+        static_cast<int64_t>(search_->sentences()) * search_options_.beam, [&] { done = search_->step(); },
+        &successors_);
   }
   for (const int64_t id : empty_) done.push_back({id, {}});
   empty_.clear();

@@ -81,8 +81,7 @@ class IdTranslationStream {
   };
   IdTranslationStream(IdTranslator& translator, const SearchOptions& search);
   IdTranslator& translator_;
-  SearchOptions search_options_;
-  int64_t beam_;
+  SearchOptions search_options_;  // what the stream decodes with (its beam sizes each step's rows)
   std::unique_ptr<Scorer> scorer_;
   std::unique_ptr<BeamSearchStream> search_;
   std::vector<Pending> pending_;   // by the id given to the search
