@@ -10,6 +10,7 @@
 
 #include "decode/beam_top_k.h"
 #include "decode/logits_processors.h"
+#include "runtime/parallel_jobs.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -299,6 +300,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   stream.add(source, source_lengths, tags);
   std::vector<std::vector<Hypothesis>> results(batch);
   while (!stream.empty()) {
+    adopt_idle_cores();  // the cores of batch workers that have run out of batches
     for (auto& sentence : stream.step()) results[sentence.tag] = std::move(sentence.nbest);
   }
   return results;

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "decode/logits_processors.h"
+#include "runtime/parallel_jobs.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -34,6 +35,7 @@ std::vector<std::vector<Hypothesis>> row_search(Scorer& scorer, const torch::Ten
   auto state = scorer.start(source);
   auto last_tokens = torch::full({batch}, kBosId, torch::TensorOptions(torch::kLong).device(device));  // [N]
   for (int64_t step = 0; !active.empty(); ++step) {
+    adopt_idle_cores();                                 // the cores of batch workers that have run out of batches
     auto log_probs = scorer.step(last_tokens, *state);  // [N, V']
     RowFacts facts;
     facts.step = step;

@@ -10,9 +10,22 @@
 #include <c10/core/InferenceMode.h>
 
 #include "runtime/allocator.h"
+#include "runtime/step_team.h"
 #include "runtime/threads.h"
 
 namespace tfm {
+namespace {
+
+/// The cores of one run_parallel_jobs' workers that have run out of jobs, not yet adopted.
+struct IdleCores {
+  std::atomic<int> count{0};
+};
+
+/// The calling worker's run and team size: set while it runs jobs, else nullptr and 0.
+thread_local IdleCores* this_thread_idle_cores = nullptr;
+thread_local int this_thread_cores = 0;
+
+}  // namespace
 
 std::vector<int> worker_teams(int workers, int threads) {
   workers = std::max(1, workers);
@@ -27,8 +40,13 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
   std::atomic<bool> failed{false};
   std::exception_ptr first_error;
   std::mutex error_mutex;
+  IdleCores idle;
   const bool inference = c10::InferenceMode::is_enabled();
   auto work = [&](size_t worker) {
+    IdleCores* const outer_idle = this_thread_idle_cores;  // a job may run jobs of its own
+    const int outer_cores = this_thread_cores;
+    this_thread_idle_cores = &idle;
+    this_thread_cores = teams[worker];
     try {
       for (size_t index = next++; index < jobs && !failed; index = next++) job(index, worker);
     } catch (...) {
@@ -36,6 +54,9 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
       if (!first_error) first_error = std::current_exception();
       failed = true;
     }
+    idle.count += this_thread_cores;  // no job is left to take: the workers still running may use them
+    this_thread_idle_cores = outer_idle;
+    this_thread_cores = outer_cores;
   };
   const int caller_team = at::get_num_threads();
   const int caller_arena = this_thread_arena();
@@ -62,6 +83,16 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
   for (auto& helper : helpers) helper.join();
   set_this_thread_team(caller_team);
   if (first_error) std::rethrow_exception(first_error);
+}
+
+int adopt_idle_cores() {
+  IdleCores* const idle = this_thread_idle_cores;
+  if (idle == nullptr || idle->count.load(std::memory_order_relaxed) == 0 || StepTeam::of_this_thread() != nullptr)
+    return at::get_num_threads();
+  const int taken = idle->count.exchange(0);
+  if (taken == 0) return at::get_num_threads();  // another worker took them first
+  this_thread_cores += taken;
+  return set_this_thread_team(this_thread_cores);
 }
 
 }  // namespace tfm

@@ -12,6 +12,8 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include "runtime/threads.h"
+
 namespace tfm {
 namespace {
 
@@ -63,6 +65,44 @@ TEST(ParallelJobs, AnErrorStopsTheTakingOfJobsAndIsRethrown) {
   EXPECT_EQ(started.load(), 4);
   // Two: the error comes back whichever thread met it.
   EXPECT_THROW(run_parallel_jobs(10, {1, 1}, fail_at_3), std::runtime_error);
+}
+
+TEST(ParallelJobs, AWorkerOutOfJobsHandsItsCoresToOneStillRunning) {
+  const int caller_team = at::get_num_threads();
+  if (set_this_thread_team(caller_team + 1) != caller_team + 1) {
+    set_this_thread_team(caller_team);
+    GTEST_SKIP() << "LibTorch without OpenMP: a thread's team size cannot change";
+  }
+  set_this_thread_team(caller_team);
+  // Two workers of one core each, two jobs. The job taken first asks for idle cores until it has
+  // the other worker's: that worker hands it over only once it has run the other job and found
+  // none left, so the wait ends on that condition, whichever worker took which job. (The bound
+  // only turns a worker that never hands over into a failure instead of a hang.)
+  std::atomic<bool> first_taken{false};
+  int adopted = 0, team_seen = 0;
+  run_parallel_jobs(2, {1, 1}, [&](size_t /*job*/, size_t /*worker*/) {
+    if (first_taken.exchange(true)) return;
+    EXPECT_EQ(at::get_num_threads(), 1);
+    int team = adopt_idle_cores();
+    for (int tries = 0; team < 2 && tries < 10'000'000; ++tries) {
+      std::this_thread::yield();
+      team = adopt_idle_cores();
+    }
+    adopted = team;
+    team_seen = at::get_num_threads();
+    EXPECT_EQ(adopt_idle_cores(), 2);  // nothing more to take: no change
+  });
+  EXPECT_EQ(adopted, 2);
+  EXPECT_EQ(team_seen, 2);
+  EXPECT_EQ(at::get_num_threads(), caller_team);  // restored
+}
+
+TEST(ParallelJobs, AdoptingIdleCoresOutsideJobsChangesNothing) {
+  const int team = at::get_num_threads();
+  EXPECT_EQ(adopt_idle_cores(), team);
+  run_parallel_jobs(1, {1}, [](size_t, size_t) {});  // its worker's cores are nobody's to take now
+  EXPECT_EQ(adopt_idle_cores(), team);
+  EXPECT_EQ(at::get_num_threads(), team);
 }
 
 TEST(ParallelJobs, NoJobsRunsNothing) {
