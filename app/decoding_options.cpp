@@ -67,7 +67,8 @@ void add_batch_workers_option(CLI::App& command, int64_t& workers, const std::st
   CLI::Option* option = command
                             .add_option("--workers", workers,
                                         "Batches decoded side by side, each on its share of --threads, sharing "
-                                        "--max-tokens (0 = one per core while each keeps 1000 source subwords)")
+                                        "--max-tokens; a worker out of batches lends its cores to the rest "
+                                        "(0 = one per core while each keeps 1000 source subwords)")
                             ->capture_default_str();
   if (!group.empty()) option->group(group);
 }
