@@ -16,13 +16,9 @@
 namespace tfm {
 namespace {
 
-/// The cores of one run_parallel_jobs' workers that have run out of jobs, not yet adopted.
-struct IdleCores {
-  std::atomic<int> count{0};
-};
-
-/// The calling worker's run and team size: set while it runs jobs, else nullptr and 0.
-thread_local IdleCores* this_thread_idle_cores = nullptr;
+/// The calling worker's run (the cores of its workers that have run out of jobs, not yet
+/// adopted) and team size: set while it runs jobs, else nullptr and 0.
+thread_local std::atomic<int>* this_thread_idle_cores = nullptr;
 thread_local int this_thread_cores = 0;
 
 }  // namespace
@@ -40,10 +36,10 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
   std::atomic<bool> failed{false};
   std::exception_ptr first_error;
   std::mutex error_mutex;
-  IdleCores idle;
+  std::atomic<int> idle{0};  // cores of workers out of jobs
   const bool inference = c10::InferenceMode::is_enabled();
   auto work = [&](size_t worker) {
-    IdleCores* const outer_idle = this_thread_idle_cores;  // a job may run jobs of its own
+    std::atomic<int>* const outer_idle = this_thread_idle_cores;  // a job may run jobs of its own
     const int outer_cores = this_thread_cores;
     this_thread_idle_cores = &idle;
     this_thread_cores = teams[worker];
@@ -54,7 +50,7 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
       if (!first_error) first_error = std::current_exception();
       failed = true;
     }
-    idle.count += this_thread_cores;  // no job is left to take: the workers still running may use them
+    idle += this_thread_cores;  // no job is left to take: the workers still running may use them
     this_thread_idle_cores = outer_idle;
     this_thread_cores = outer_cores;
   };
@@ -86,10 +82,10 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
 }
 
 int adopt_idle_cores() {
-  IdleCores* const idle = this_thread_idle_cores;
-  if (idle == nullptr || idle->count.load(std::memory_order_relaxed) == 0 || StepTeam::of_this_thread() != nullptr)
+  std::atomic<int>* const idle = this_thread_idle_cores;
+  if (idle == nullptr || idle->load(std::memory_order_relaxed) == 0 || StepTeam::of_this_thread() != nullptr)
     return at::get_num_threads();
-  const int taken = idle->count.exchange(0);
+  const int taken = idle->exchange(0);
   if (taken == 0) return at::get_num_threads();  // another worker took them first
   this_thread_cores += taken;
   return set_this_thread_team(this_thread_cores);
