@@ -22,11 +22,26 @@ torch::Tensor sinusoidal_positions(int64_t first, int64_t length, int64_t d_mode
   return torch::stack({torch::sin(angle), torch::cos(angle)}, -1).view({length, d_model}).to(torch::kFloat32);
 }
 
+namespace {
+
+/// A table of [rows, d_model] drawn from N(0, d_model^-0.5), or left uninitialised under
+/// SkipParameterInit: LibTorch's Embedding draws N(0, 1) for itself unless it is handed a weight.
+torch::nn::Embedding embedding_table(torch::nn::EmbeddingOptions options) {
+  if (parameter_init_skipped()) {
+    return torch::nn::Embedding(options._weight(torch::empty({options.num_embeddings(), options.embedding_dim()})));
+  }
+  torch::nn::Embedding embedding(options);
+  torch::NoGradGuard no_grad;
+  embedding->weight.normal_(0.0, std::pow(static_cast<double>(options.embedding_dim()), -0.5));
+  return embedding;
+}
+
+}  // namespace
+
 torch::nn::Embedding make_token_embedding(int64_t vocab_size, int64_t d_model) {
-  torch::nn::Embedding embedding(torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(kPadId));
+  auto embedding = embedding_table(torch::nn::EmbeddingOptions(vocab_size, d_model).padding_idx(kPadId));
   if (parameter_init_skipped()) return embedding;
   torch::NoGradGuard no_grad;
-  embedding->weight.normal_(0.0, std::pow(static_cast<double>(d_model), -0.5));
   embedding->weight[kPadId].zero_();
   return embedding;
 }
@@ -34,10 +49,8 @@ torch::nn::Embedding make_token_embedding(int64_t vocab_size, int64_t d_model) {
 TokenAndPositionImpl::TokenAndPositionImpl(const ModelConfig& config, torch::nn::Embedding tokens_)
     : tokens(std::move(tokens_)), config_(config), scale_(std::sqrt(static_cast<double>(config.d_model))) {
   if (config.positions == PositionEncoding::kLearned) {
-    positions = register_module("positions", torch::nn::Embedding(config.max_positions, config.d_model));
-    if (parameter_init_skipped()) return;
-    torch::NoGradGuard no_grad;
-    positions->weight.normal_(0.0, std::pow(static_cast<double>(config.d_model), -0.5));
+    positions = register_module("positions",
+                                embedding_table(torch::nn::EmbeddingOptions(config.max_positions, config.d_model)));
   }
 }
 

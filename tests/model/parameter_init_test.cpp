@@ -5,8 +5,10 @@
 #include <torch/torch.h>
 
 #include "model/attention.h"
+#include "model/embeddings.h"
 #include "model/feed_forward.h"
 #include "model/linear.h"
+#include "model/model_config.h"
 
 namespace tfm {
 namespace {
@@ -24,6 +26,11 @@ void build_layers() {
   FeedForward feed_forward(FeedForwardOptions(8, 16));
   MultiHeadAttention self_attention(MultiHeadAttentionOptions(8, 2));
   MultiHeadAttention cross_attention(MultiHeadAttentionOptions(8, 2).self_attention(false));
+  ModelConfig learned_positions;
+  learned_positions.d_model = 8;
+  learned_positions.max_positions = 16;
+  learned_positions.positions = PositionEncoding::kLearned;
+  TokenAndPosition embedding(learned_positions, make_token_embedding(32, 8));  // LibTorch's Embedding inside
 }
 
 TEST(SkipParameterInit, LayersBuiltUnderItDrawNoRandomNumbers) {
