@@ -30,7 +30,7 @@ torch::nn::Embedding embedding_table(torch::nn::EmbeddingOptions options) {
   if (parameter_init_skipped()) {
     return torch::nn::Embedding(options._weight(torch::empty({options.num_embeddings(), options.embedding_dim()})));
   }
-  torch::nn::Embedding embedding(options);
+  torch::nn::Embedding embedding(options);  // its own N(0, 1) draw kept: training's later draws keep their bits
   torch::NoGradGuard no_grad;
   embedding->weight.normal_(0.0, std::pow(static_cast<double>(options.embedding_dim()), -0.5));
   return embedding;
