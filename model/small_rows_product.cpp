@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -118,25 +119,23 @@ SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Ten
   with_element_bits(w, [&](const auto* from) {
     using Bits = std::remove_const_t<std::remove_pointer_t<decltype(from)>>;
     auto* to = static_cast<Bits*>(weight_.data_ptr());
-    for_each_element([&](int64_t layout, int64_t source) {
-      to[layout] = from[source];
-      return true;
-    });
+    for (int64_t first = 0; first < out_; first += kBlock) lay_out_block(from, first, to + first * padded_in_);
   });
 }
 
-template <typename Visit>
-void SmallRowsProduct::for_each_element(Visit visit) const {
-  // Layout order, so that writes run forward: a block of kBlock outputs, then pairs of inputs,
-  // then outputs within the block.
-  for (int64_t first = 0; first < out_; first += kBlock) {
-    const int64_t width = std::min(kBlock, out_ - first);
-    for (int64_t i0 = 0; i0 < in_; i0 += pair_) {
-      const int64_t layout = first * padded_in_ + i0 * kBlock;
-      for (int64_t o = 0; o < width; ++o) {
-        for (int64_t p = 0; p < pair_; ++p) {
-          if (!visit(layout + o * pair_ + p, (first + o) * in_ + i0 + p)) return;
-        }
+template <typename Bits>
+void SmallRowsProduct::lay_out_block(const Bits* from, int64_t first, Bits* to) const {
+  // Row by row of the weight, so that the reads run forward; the block's writes (in' x kBlock
+  // elements, 128 KiB at 512 float32 inputs) stay in the cache.
+  const int64_t width = std::min(kBlock, out_ - first);
+  for (int64_t o = 0; o < width; ++o) {
+    const Bits* row = from + (first + o) * in_;
+    if (pair_ == 1) {
+      for (int64_t i = 0; i < in_; ++i) to[i * kBlock + o] = row[i];
+    } else {
+      for (int64_t i = 0; i < in_; i += 2) {
+        to[i * kBlock + 2 * o] = row[i];
+        to[i * kBlock + 2 * o + 1] = row[i + 1];
       }
     }
   }
@@ -154,11 +153,19 @@ void SmallRowsProduct::with_element_bits(const torch::Tensor& weight, Run run) {
 bool SmallRowsProduct::holds_in_layout(const torch::Tensor& weight, const void* in_packed) const {
   bool same = true;
   with_element_bits(weight, [&](const auto* from) {
-    const auto* packed = static_cast<decltype(from)>(in_packed);
-    for_each_element([&](int64_t layout, int64_t source) {
-      same = packed[layout] == from[source];
-      return same;  // the first difference ends the walk
-    });
+    using Bits = std::remove_const_t<std::remove_pointer_t<decltype(from)>>;
+    const auto* packed = static_cast<const Bits*>(in_packed);
+    std::vector<Bits> block(static_cast<size_t>(padded_in_ * kBlock));  // one block in the layout
+    for (int64_t first = 0; first < out_ && same; first += kBlock) {
+      lay_out_block(from, first, block.data());
+      // Only the weight's own elements count: what lies past `out` or `in` is padding.
+      const int64_t width = std::min(kBlock, out_ - first);
+      const Bits* expected = packed + first * padded_in_;
+      for (int64_t i = 0; i < in_ && same; i += pair_) {
+        same = std::memcmp(block.data() + i * kBlock, expected + i * kBlock,
+                           static_cast<size_t>(width * pair_) * sizeof(Bits)) == 0;
+      }
+    }
   });
   return same;
 }

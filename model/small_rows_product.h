@@ -59,10 +59,10 @@ class SmallRowsProduct {
   using Kernel = void*;  // a libxsmm_smmfunction (float32) or libxsmm_bsmmfunction (bfloat16)
   /// The kernel for `rows` rows and a block of `width` outputs (kBlock, or the last block's).
   Kernel kernel(int64_t rows, int64_t width) const;
-  /// visit(layout index, index in the [out, in] weight) for every element, in layout order, until
-  /// visit returns false.
-  template <typename Visit>
-  void for_each_element(Visit visit) const;
+  /// Writes the block of outputs from `first` on in the layout ([in'/pair, kBlock, pair]
+  /// elements) to `to`, from `from` ([out, in]); what lies past `out` or `in` is left as it was.
+  template <typename Bits>
+  void lay_out_block(const Bits* from, int64_t first, Bits* to) const;
   /// run(the weight's elements as 16- or 32-bit words): compared and copied as whole words.
   template <typename Run>
   static void with_element_bits(const torch::Tensor& weight, Run run);
