@@ -165,9 +165,25 @@ void check_config_fits(const ModelConfig& config, const std::string& origin, uin
   }
 }
 
+/// tensor <- stored. A stored tensor of the same dtype that alone fills its storage becomes the
+/// parameter's data outright: the file's bytes, already read into memory, are not copied again
+/// (a second copy of every weight to allocate and fill). `adopted` holds the storages taken so
+/// far, so that no two parameters ever share one (a file may store two names over one storage).
+void adopt_or_copy(torch::Tensor& tensor, const torch::Tensor& stored, std::set<const void*>& adopted) {
+  const bool alone = stored.is_contiguous() && stored.storage_offset() == 0 &&
+                     stored.storage().nbytes() == stored.nbytes() && adopted.count(stored.data_ptr()) == 0;
+  if (alone && stored.scalar_type() == tensor.scalar_type() && stored.device() == tensor.device()) {
+    tensor.set_data(stored);
+    adopted.insert(stored.data_ptr());
+  } else {
+    tensor.copy_(stored);
+  }
+}
+
 void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json& checksums, Transformer& model,
                   const std::string& origin) {
   torch::NoGradGuard no_grad;
+  std::set<const void*> adopted;
   std::set<std::string> expected;
   for (auto& [name, tensor] : named_state(model)) {
     expected.insert(name);
@@ -190,7 +206,7 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
       throw std::runtime_error(origin + ": tensor " + name + " is damaged (its checksum does not match; the file " +
                                "was changed or corrupted after it was written)");
     }
-    tensor.copy_(stored);
+    adopt_or_copy(tensor, stored, adopted);
   }
   for (const auto& key : weights.keys()) {
     if (expected.count(key) == 0) throw std::runtime_error(origin + ": unexpected tensor " + key);

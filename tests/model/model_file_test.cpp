@@ -61,6 +61,42 @@ TEST(ModelFile, SaveLoadReproducesOutputsBitForBit) {
   EXPECT_FALSE(std::filesystem::exists(dir / "m.pt.tmp"));
 }
 
+// Loading takes a stored tensor as the parameter itself where it alone fills its storage. A file
+// that stores two names over one storage (LibTorch writes a storage once however many tensors
+// share it) still gives two parameters of their own: training one must not change the other.
+TEST(ModelFile, TwoNamesOverOneStoredStorageLoadAsTwoParameters) {
+  testing::TempDir dir;
+  torch::manual_seed(4);
+  Transformer model(small_config());
+  auto parameters = model->named_parameters();
+  std::string first, second;
+  for (const auto& a : parameters) {
+    for (const auto& b : parameters) {
+      if (second.empty() && a.key() < b.key() && a.value().sizes() == b.value().sizes() && a.value().dim() == 2) {
+        first = a.key();
+        second = b.key();
+      }
+    }
+  }
+  ASSERT_FALSE(second.empty());
+  parameters[second].set_data(parameters[first]);  // one storage under two names
+  const std::string path = (dir / "m.pt").string();
+  write_forged(path, model, model);
+  {
+    torch::serialize::InputArchive archive, weights;
+    archive.load_from(path);
+    ASSERT_TRUE(archive.try_read("weights", weights));
+    torch::Tensor a, b;
+    ASSERT_TRUE(weights.try_read(first, a) && weights.try_read(second, b));
+    ASSERT_EQ(a.data_ptr(), b.data_ptr()) << "the file should hold " << first << " and " << second << " once";
+  }
+  auto loaded = load_model_file(path, torch::kCPU);
+  const auto loaded_parameters = loaded.model->named_parameters();
+  EXPECT_NE(loaded_parameters[first].data_ptr(), loaded_parameters[second].data_ptr());
+  EXPECT_TRUE(torch::equal(loaded_parameters[first], parameters[first]));
+  EXPECT_TRUE(torch::equal(loaded_parameters[second], parameters[first]));
+}
+
 TEST(ModelFile, AFileDamagedInsideAVerifyOnceScopeIsStillAnError) {
   // The scope skips re-verifying a file version it has seen; rewriting the file in place (same
   // inode, same size) changes its change time, so the damage is verified and caught.
