@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #if defined(__linux__)
+#include <sched.h>
 #include <sys/mman.h>
 #endif
 
@@ -20,9 +21,10 @@ constexpr uintptr_t kLargestGap = uintptr_t{4} << 20;  // between ranges taken a
 
 /// Collapses the 2 MiB pages wholly inside [begin, end) one at a time, so that a page the kernel
 /// refuses (not mapped, no memory) leaves the others collapsed; the bytes collapsed.
-int64_t collapse_pages(uintptr_t begin, uintptr_t end) {
+int64_t collapse_pages(uintptr_t begin, uintptr_t end, const std::atomic<bool>* stop) {
   int64_t collapsed = 0;
   for (uintptr_t page = (begin + kHugePage - 1) / kHugePage * kHugePage; page + kHugePage <= end; page += kHugePage) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) break;
     if (madvise(reinterpret_cast<void*>(page), kHugePage, MADV_COLLAPSE) == 0) {
       collapsed += static_cast<int64_t>(kHugePage);
     }
@@ -30,12 +32,12 @@ int64_t collapse_pages(uintptr_t begin, uintptr_t end) {
   return collapsed;
 }
 #else
-int64_t collapse_pages(uintptr_t, uintptr_t) { return 0; }
+int64_t collapse_pages(uintptr_t, uintptr_t, const std::atomic<bool>*) { return 0; }
 #endif
 
 }  // namespace
 
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges) {
+int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<bool>* stop) {
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const MemoryRange& r) { return r.data == nullptr || r.size <= 0; }),
                ranges.end());
@@ -48,10 +50,33 @@ int64_t back_with_huge_pages(std::vector<MemoryRange> ranges) {
     for (; next < ranges.size() && reinterpret_cast<uintptr_t>(ranges[next].data) <= end + kLargestGap; ++next) {
       end = std::max(end, reinterpret_cast<uintptr_t>(ranges[next].data) + static_cast<uintptr_t>(ranges[next].size));
     }
-    collapsed += collapse_pages(begin, end);
+    collapsed += collapse_pages(begin, end, stop);
     first = next;
   }
   return collapsed;
+}
+
+HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges)
+    : worker_([this, ranges = std::move(ranges)]() mutable {
+#if defined(__linux__)
+        // Only on a core nobody else wants: a short run's translation goes first and the pages
+        // follow when the cores idle (the kernel may refuse; then at the usual priority).
+        const sched_param idle{};
+        sched_setscheduler(0, SCHED_IDLE, &idle);
+#endif
+        bytes_ = back_with_huge_pages(std::move(ranges), &stop_);
+      }) {
+}
+
+HugePageBacking::~HugePageBacking() {
+  stop_ = true;
+  wait();
+}
+
+int64_t HugePageBacking::wait() {
+  const std::lock_guard<std::mutex> lock(join_mutex_);
+  if (worker_.joinable()) worker_.join();
+  return bytes_;
 }
 
 }  // namespace tfm

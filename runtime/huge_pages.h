@@ -1,5 +1,8 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace tfm {
@@ -19,6 +22,29 @@ struct MemoryRange {
 /// holds, and each one missed costs a page walk (two-level under a hypervisor). Returns the bytes
 /// now in 2 MiB pages; 0 where the kernel cannot (older than 6.1, or transparent huge pages off),
 /// which leaves the memory as it was.
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges);
+/// With `stop`, ends before the next 2 MiB page once *stop is true.
+int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<bool>* stop = nullptr);
+
+/// back_with_huge_pages on a thread of its own, so that whoever prepared the memory goes on
+/// (reading it meanwhile is safe: the kernel swaps each page under its own lock). The kernel copies
+/// every page and allocates its 2 MiB one, which on these virtual machines took 0.1-0.9 s for a
+/// base-size model's 240 MB of weights (BENCHMARKS.md): time a one-sentence translation waited
+/// for before it began. Destroying it stops after the page in progress.
+class HugePageBacking {
+ public:
+  HugePageBacking() = default;  // nothing to back
+  explicit HugePageBacking(std::vector<MemoryRange> ranges);
+  ~HugePageBacking();
+  HugePageBacking(const HugePageBacking&) = delete;
+  HugePageBacking& operator=(const HugePageBacking&) = delete;
+  /// Waits for the work to end: the bytes now in 2 MiB pages. Any thread may call it.
+  int64_t wait();
+
+ private:
+  std::mutex join_mutex_;
+  std::atomic<bool> stop_{false};
+  int64_t bytes_ = 0;
+  std::thread worker_;
+};
 
 }  // namespace tfm
