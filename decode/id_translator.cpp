@@ -86,8 +86,25 @@ bool packs_weights(const torch::Device& device, torch::ScalarType dtype) {
   return device.is_cpu() && fused_kernels() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
 }
 
+/// A copy of `model` with its own weights (built without drawing initial values).
+Transformer copy_of(const Transformer& model) {
+  Transformer copy(nullptr);
+  {
+    const SkipParameterInit every_parameter_is_copied_next;
+    copy = Transformer(model->config());
+  }
+  torch::NoGradGuard no_grad;
+  const auto parameters = model->named_parameters();
+  for (auto& item : copy->named_parameters()) item.value().copy_(parameters[item.key()]);
+  const auto buffers = model->named_buffers();
+  for (auto& item : copy->named_buffers()) item.value().copy_(buffers[item.key()]);
+  return copy;
+}
+
 /// `model` itself when it already has the device and dtype (and nothing is to be quantized or
-/// packed), else a converted copy, so that the caller's model is never changed under it.
+/// packed); else `model` converted in place when nobody else holds it (a model loaded only to
+/// translate: no copy of its weights to allocate and fill), or a converted copy, so that a
+/// caller's model is never changed under it.
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
                                 bool quantize_int8) {
   const bool pack = packs_weights(device, dtype);
@@ -96,29 +113,17 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
   }
   if (matches) return model;
-  Transformer copy(nullptr);
-  {
-    const SkipParameterInit every_parameter_is_copied_next;
-    copy = Transformer(model->config());
-  }
-  {
-    torch::NoGradGuard no_grad;
-    const auto parameters = model->named_parameters();
-    for (auto& item : copy->named_parameters()) item.value().copy_(parameters[item.key()]);
-    const auto buffers = model->named_buffers();
-    for (auto& item : copy->named_buffers()) item.value().copy_(buffers[item.key()]);
-  }
+  Transformer copy = model.ptr().use_count() == 1 ? model : copy_of(model);
   copy->to(device, dtype);
   copy->eval();  // the translator's own: never trained, and only read while translating
+  // The copy only translates: its prepared layers no longer read their float weights.
   if (quantize_int8) {
-    copy->quantize_int8();
+    copy->quantize_int8(FloatWeights::kDrop);
     // Decoding reads every cached key and value at every step, a stream of memory beside the
     // int8 products; bfloat16 halves it and the caches' footprint (any x86 CPU converts it).
     copy->set_cache_dtype(torch::kBFloat16);
   }
-  if (pack) copy->pack_for_inference();
-  // The copy only translates: its prepared layers no longer read their float weights.
-  drop_float_weights_of_prepared_layers(*copy);
+  if (pack) copy->pack_for_inference(FloatWeights::kDrop);
   return copy;
 }
 

@@ -101,9 +101,11 @@ class IdTranslationStream {
 class IdTranslator {
  public:
   /// Models already on `device` in the precision asked for are used as they are; any other is
-  /// copied, and the copy moved, converted (bf16/fp16) and, with quantize_int8, packed as int8. A
-  /// model the caller still holds (the trainer's, validated during training) keeps its weights,
-  /// dtype and device; translate() runs in evaluation mode and restores the mode it found.
+  /// moved, converted (bf16/fp16) and packed for the CPU's kernels (or as int8, with
+  /// quantize_int8): in place where the translator holds the only reference (models moved in),
+  /// else as a copy. So a model the caller still holds (the trainer's, validated during training)
+  /// keeps its weights, dtype and device; translate() runs in evaluation mode and restores the
+  /// mode it found.
   /// With a non-empty `shortlist`, every batch is scored over its candidates only
   /// (model/shortlist.h); std::invalid_argument when it does not cover the models' vocabulary.
   IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options, const torch::Device& device,

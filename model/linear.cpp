@@ -47,28 +47,27 @@ void LinearImpl::drop_float_weight() {
   weight.set_data(torch::empty({0}, weight.options()));
 }
 
-void pack_linear_layers(torch::nn::Module& module) {
+void pack_linear_layers(torch::nn::Module& module, FloatWeights float_weights) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
-    if (auto* linear = child->as<LinearImpl>()) linear->pack_for_inference();
+    auto* linear = child->as<LinearImpl>();
+    if (linear == nullptr) continue;
+    linear->pack_for_inference();
+    if (float_weights == FloatWeights::kDrop && linear->is_packed()) linear->drop_float_weight();
   }
 }
 
-void quantize_linear_layers_int8(torch::nn::Module& module) {
+void quantize_linear_layers_int8(torch::nn::Module& module, FloatWeights float_weights) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
-    if (auto* linear = child->as<LinearImpl>()) linear->quantize_int8();
+    auto* linear = child->as<LinearImpl>();
+    if (linear == nullptr) continue;
+    linear->quantize_int8();
+    if (float_weights == FloatWeights::kDrop) linear->drop_float_weight();
   }
 }
 
 void add_prepared_memory_of_linear_layers(torch::nn::Module& module, std::vector<MemoryRange>& ranges) {
   for (const auto& child : module.modules(/*include_self=*/true)) {
     if (const auto* linear = child->as<LinearImpl>()) linear->add_prepared_memory(ranges);
-  }
-}
-
-void drop_float_weights_of_prepared_layers(torch::nn::Module& module) {
-  for (const auto& child : module.modules(/*include_self=*/true)) {
-    auto* linear = child->as<LinearImpl>();
-    if (linear != nullptr && (linear->is_packed() || linear->is_quantized())) linear->drop_float_weight();
   }
 }
 

@@ -52,14 +52,20 @@ class LinearImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Linear);
 
+/// What becomes of a layer's float weight once it is prepared for inference.
+enum class FloatWeights {
+  kKeep,
+  /// Dropped at once (LinearImpl::drop_float_weight), layer by layer: the memory each one frees
+  /// holds the next layer's prepared copy, so the model's weights are never all held twice.
+  kDrop,
+};
+
 /// Packs every Linear inside `module` for int8 inference (see LinearImpl::quantize_int8).
-void quantize_linear_layers_int8(torch::nn::Module& module);
+void quantize_linear_layers_int8(torch::nn::Module& module, FloatWeights float_weights = FloatWeights::kKeep);
 /// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference).
-void pack_linear_layers(torch::nn::Module& module);
+void pack_linear_layers(torch::nn::Module& module, FloatWeights float_weights = FloatWeights::kKeep);
 /// Appends the prepared weights' memory of every Linear inside `module` to `ranges` (see
 /// LinearImpl::add_prepared_memory).
 void add_prepared_memory_of_linear_layers(torch::nn::Module& module, std::vector<MemoryRange>& ranges);
-/// Frees the float weight of every prepared Linear inside `module` (see LinearImpl::drop_float_weight).
-void drop_float_weights_of_prepared_layers(torch::nn::Module& module);
 
 }  // namespace tfm

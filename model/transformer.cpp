@@ -79,8 +79,8 @@ DecoderState TransformerImpl::start_decoding(const EncoderOutput& encoded) {
   return decoder->start(encoded.memory, encoded.mask);
 }
 
-void TransformerImpl::pack_for_inference() {
-  pack_linear_layers(*this);
+void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
+  pack_linear_layers(*this, float_weights);
   if (!output_.defined() && PackedWeight::supported(output_matrix())) {
     output_ = PreparedWeight(PreparedWeight::Form::kOneDnn, output_matrix());
   }
@@ -90,11 +90,11 @@ void TransformerImpl::pack_for_inference() {
   std::vector<MemoryRange> weights;
   add_prepared_memory_of_linear_layers(*this, weights);
   output_.add_memory(weights);
-  huge_page_bytes_ = back_with_huge_pages(std::move(weights));
+  huge_pages_ = std::make_unique<HugePageBacking>(std::move(weights));
 }
 
-void TransformerImpl::quantize_int8() {
-  quantize_linear_layers_int8(*this);
+void TransformerImpl::quantize_int8(FloatWeights float_weights) {
+  quantize_linear_layers_int8(*this, float_weights);
   output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix());
   if (int8_listed_supported(output_matrix().size(1))) output_int8_rows_ = int8_rows(output_matrix());
 }

@@ -15,9 +15,11 @@
 #include "model/decoder_state.h"
 #include "model/embeddings.h"
 #include "model/encoder.h"
+#include "model/linear.h"
 #include "model/model_config.h"
 #include "model/prepared_weight.h"
 #include "model/shortlist_int8.h"
+#include "runtime/huge_pages.h"
 
 namespace tfm {
 
@@ -85,15 +87,18 @@ class TransformerImpl : public torch::nn::Module {
   const torch::Tensor& output_matrix() const;
   /// CPU inference in float32 or bfloat16: every linear layer's weight and the output matrix
   /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
-  /// must not change afterwards: IdTranslator packs a copy of its models, never the caller's.
-  /// The packed weights are then backed with 2 MiB pages where Linux can (runtime/huge_pages.h).
-  void pack_for_inference();
-  /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot).
-  int64_t huge_page_bytes() const { return huge_page_bytes_; }
+  /// must not change afterwards: IdTranslator packs the models it alone holds, or copies.
+  /// The packed weights are then backed with 2 MiB pages where Linux can, on a thread of its own
+  /// while decoding may begin (runtime/huge_pages.h). With FloatWeights::kDrop the linear layers'
+  /// float weights are freed as they are packed (model/linear.h).
+  void pack_for_inference(FloatWeights float_weights = FloatWeights::kKeep);
+  /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot),
+  /// once that work has ended: waits for it.
+  int64_t huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : 0; }
   /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
-  /// which then leaves them as they are.
-  void quantize_int8();
+  /// which then leaves them as they are. FloatWeights as in pack_for_inference().
+  void quantize_int8(FloatWeights float_weights = FloatWeights::kKeep);
   /// The dtype decoding keeps attention keys and values in (DecoderImpl::set_cache_dtype).
   void set_cache_dtype(std::optional<torch::Dtype> dtype) { decoder->set_cache_dtype(dtype); }
   const ModelConfig& config() const { return config_; }
@@ -106,9 +111,8 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
-  PreparedWeight output_;        // output_matrix() for oneDNN or FBGEMM, once prepared for inference
-  Int8Rows output_int8_rows_;    // output_matrix() for a shortlist's int8 products, once quantized
-  int64_t huge_page_bytes_ = 0;  // of the prepared weights, in 2 MiB pages since pack_for_inference()
+  PreparedWeight output_;      // output_matrix() for oneDNN or FBGEMM, once prepared for inference
+  Int8Rows output_int8_rows_;  // output_matrix() for a shortlist's int8 products, once quantized
   struct MomentsCache {
     std::mutex mutex;  // decoding threads may share a model
     const void* data = nullptr;
@@ -116,6 +120,8 @@ class TransformerImpl : public torch::nn::Module {
     RowMoments moments;
   };
   std::shared_ptr<MomentsCache> moments_cache_ = std::make_shared<MomentsCache>();
+  // Last, so that it is destroyed first: its thread stops before the weights it backs are freed.
+  std::unique_ptr<HugePageBacking> huge_pages_;
 };
 TORCH_MODULE(Transformer);
 

@@ -52,10 +52,37 @@ TEST(Linear, APreparedLayerComputesTheSameAfterItsFloatWeightIsDropped) {
     ASSERT_TRUE(layer->is_packed() || layer->is_quantized());
     torch::InferenceMode inference;
     const auto before = layer(x);
-    drop_float_weights_of_prepared_layers(*layer);
+    layer->drop_float_weight();
     EXPECT_EQ(layer->weight.numel(), 0);
     EXPECT_EQ(layer->named_parameters()["weight"].numel(), 0) << "the module's parameter is the same tensor";
     EXPECT_TRUE(torch::equal(layer(x), before));
+  }
+}
+
+// Preparing a module's layers with FloatWeights::kDrop frees each float weight and computes what
+// the same layers prepared with their float weights kept compute.
+TEST(Linear, LayersPreparedWithFloatWeightsDroppedComputeTheSame) {
+  using Prepare = void (*)(torch::nn::Module&, FloatWeights);
+  for (const Prepare prepare : {Prepare(&pack_linear_layers), Prepare(&quantize_linear_layers_int8)}) {
+    torch::manual_seed(11);
+    torch::nn::Sequential kept(Linear(LinearOptions(64, 48)), Linear(LinearOptions(48, 32)));
+    torch::nn::Sequential dropped(Linear(LinearOptions(64, 48)), Linear(LinearOptions(48, 32)));
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& item : dropped->named_parameters()) item.value().copy_(kept->named_parameters()[item.key()]);
+    }
+    prepare(*kept, FloatWeights::kKeep);
+    prepare(*dropped, FloatWeights::kDrop);
+    torch::InferenceMode inference;
+    const auto x = torch::randn({5, 64});
+    for (const auto& module : dropped->children()) {
+      EXPECT_EQ(module->as<LinearImpl>()->weight.numel(), 0);
+    }
+    for (const auto& module : kept->children()) {
+      EXPECT_EQ(module->as<LinearImpl>()->weight.numel(),
+                module->as<LinearImpl>()->options.in_features() * module->as<LinearImpl>()->options.out_features());
+    }
+    EXPECT_TRUE(torch::equal(dropped->forward(x), kept->forward(x)));
   }
 }
 

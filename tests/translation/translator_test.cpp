@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "model/linear.h"
 #include "runtime/errors.h"
 #include "tests/decode/decode_test_support.h"
 #include "tests/test_support.h"
@@ -55,6 +56,35 @@ TEST(Translator, LeavesTheCallersModelAsItWas) {
       EXPECT_TRUE(torch::equal(after[i], before[i])) << "parameter " << i << " changed";
     }
   }
+}
+
+// A model nobody else holds (one loaded only to translate, moved in) is prepared in place: no copy
+// of its weights. It translates as a copy prepared beside the caller's model does.
+TEST(Translator, PreparesAModelNobodyElseHoldsInPlace) {
+  Fixture f;
+  auto options = short_outputs();
+  options.quantize_int8 = true;
+  std::vector<Transformer> alone{Fixture::make_model(f.tokenizer.vocab_size())};
+  const std::weak_ptr<TransformerImpl> watch = alone.front().ptr();
+  Translator in_place(std::move(alone), f.tokenizer, options, torch::kCPU);  // as open_translator() does
+  Translator from_copy({f.model}, f.tokenizer, options, torch::kCPU);
+  ASSERT_EQ(watch.use_count(), 1) << "the translator holds the model moved in";
+  int64_t linear_layers = 0;
+  for (const auto& module : watch.lock()->modules()) {
+    if (const auto* linear = module->as<LinearImpl>()) {
+      EXPECT_EQ(linear->weight.numel(), 0) << "an int8 layer's float weight is dropped";
+      ++linear_layers;
+    }
+  }
+  EXPECT_GT(linear_layers, 0);
+  for (const auto& module : f.model->modules()) {
+    if (const auto* linear = module->as<LinearImpl>()) EXPECT_GT(linear->weight.numel(), 0);
+  }
+  const std::vector<std::string> lines = {"one cats .", "zwei", "three cats"};
+  const auto ours = in_place.translate(lines);
+  const auto theirs = from_copy.translate(lines);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_EQ(ours[i].text(), theirs[i].text());
 }
 
 TEST(Translator, OneOutputPerLineEvenForOddInput) {
