@@ -24,12 +24,6 @@ namespace {
 constexpr int32_t kPanelColumns = 2048;
 constexpr int64_t kBlockRows = 96;
 
-/// Swallows LibTorch's warnings: quantize_per_channel warns that quantized tensors are deprecated.
-class SilentWarnings : public c10::WarningHandler {
- public:
-  void process(const c10::Warning&) override {}
-};
-
 /// Row `row` of x [m, k] quantized as quantized::linear_dynamic (reduce_range) quantizes a one-row
 /// input: its own range mapped onto [0, 127] (7 bits, which AVX2's int8 multiply-add cannot
 /// overflow) -> `out` [k] and the row's parameters.
@@ -90,25 +84,33 @@ struct Int8Weight::Packed {
   torch::Tensor bias;                // [out] float32, or undefined
 };
 
+torch::Tensor quantize_rows_int8(const torch::Tensor& rows, const torch::Tensor& scales) {
+  constexpr int64_t kRowsAtOnce = 64;  // a block's float32 temporary stays in the cache
+  auto quantized = torch::empty(rows.sizes(), rows.options().dtype(torch::kInt8));  // [out, in]
+  const auto inverse = scales.reciprocal();  // [out]: 1 / scale divided in float32, as FBGEMM does
+  for (int64_t first = 0; first < rows.size(0); first += kRowsAtOnce) {
+    const int64_t count = std::min(kRowsAtOnce, rows.size(0) - first);
+    auto block = rows.narrow(0, first, count) * inverse.narrow(0, first, count).unsqueeze(1);  // [count, in]
+    quantized.narrow(0, first, count).copy_(block.round_().clamp_(-128, 127));
+  }
+  return quantized;
+}
+
 Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
     throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
                                 " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
   }
   torch::NoGradGuard no_grad;
-  SilentWarnings silent;
-  c10::WarningUtils::WarningHandlerGuard guard(&silent);
   auto packed = std::make_shared<Packed>();
   const auto rows = weight.detach().contiguous();  // [out, in]
   packed->out = rows.size(0);
   packed->in = rows.size(1);
-  const auto scales = (rows.abs().amax(1) / 127.0).clamp_min(1e-12).to(torch::kDouble);  // [out]
-  // LibTorch's per-channel quantization (round half to even, clamped to int8), as
-  // quantized::linear_prepack receives it.
-  const auto quantized = torch::quantize_per_channel(rows, scales, torch::zeros({packed->out}, torch::kLong), 0,
-                                                     torch::kQInt8)
-                             .int_repr()
-                             .contiguous();  // [out, in] int8
+  // max |w| of each row, from its maximum and minimum: no [out, in] temporary of |w|.
+  const auto [lowest, highest] = torch::aminmax(rows, 1);                       // [out] each
+  const auto scales = (torch::max(highest, -lowest) / 127.0).clamp_min(1e-12);  // [out]
+  // LibTorch's per-channel quantization, as quantized::linear_prepack receives it.
+  const auto quantized = quantize_rows_int8(rows, scales);  // [out, in] int8
   const auto* values = quantized.data_ptr<int8_t>();
   const auto in = static_cast<int32_t>(packed->in), out = static_cast<int32_t>(packed->out);
   for (int32_t first = 0; first < out; first += kPanelColumns) {
@@ -119,8 +121,7 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
                                                                  values + static_cast<int64_t>(first) * in, in);
     packed->panels.push_back(std::move(panel));
   }
-  const auto float_scales = scales.to(torch::kFloat32);
-  packed->scales.assign(float_scales.data_ptr<float>(), float_scales.data_ptr<float>() + out);
+  packed->scales.assign(scales.data_ptr<float>(), scales.data_ptr<float>() + out);
   packed->zero_points.assign(out, 0);
   packed->column_sums.resize(out);
   for (int32_t i = 0; i < out; ++i) {

@@ -34,6 +34,31 @@ torch::Tensor libtorch_linear_dynamic(const torch::Tensor& weight, const torch::
   return torch::cat(products).reshape(sizes);
 }
 
+// quantize_rows_int8 gives LibTorch's per-channel quantization bit for bit: random rows, rows
+// whose values fall exactly halfway between two steps (rounded to even), rows of zeros, and
+// more rows than one block.
+TEST(Int8Weight, QuantizesRowsAsLibTorchsPerChannelQuantizer) {
+  torch::manual_seed(12);
+  auto rows = torch::randn({150, 70});
+  // Largest |w| 15.875 = 127 / 8: scale 1/8 exactly, so (k + 1/2) / 8 lies halfway between steps.
+  for (const int64_t row : {1, 2}) {
+    rows[row] = (torch::arange(70).to(torch::kFloat32) - 34.5F) * 0.125F;
+    rows[row][0] = row == 1 ? 15.875F : -15.875F;
+  }
+  rows[3].zero_();
+  rows[4] = torch::randn({70}) * 1e-20F;
+  const auto scales = (rows.abs().amax(1) / 127.0).clamp_min(1e-12);  // [150] float32
+  const auto expected =
+      torch::quantize_per_channel(rows, scales.to(torch::kDouble), torch::zeros({150}, torch::kLong), 0, torch::kQInt8)
+          .int_repr();
+  const auto got = quantize_rows_int8(rows, scales);
+  ASSERT_EQ(got.scalar_type(), torch::kInt8);
+  EXPECT_TRUE(torch::equal(got, expected)) << (got != expected).sum().item<int64_t>() << " values differ";
+  // The ties are there: row 2's values times its inverse scale lie exactly on halves.
+  const auto scaled = rows[2] * scales[2].reciprocal();
+  EXPECT_TRUE((scaled - scaled.floor() == 0.5).any().item<bool>());
+}
+
 // Blocks of 96 rows and panels of 2048 outputs must give, row by row, the bits of LibTorch's
 // product of that row alone: for one row, a few, and several blocks and panels with partial last
 // ones; at 1 and 2 threads.
