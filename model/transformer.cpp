@@ -90,7 +90,8 @@ void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
   std::vector<MemoryRange> weights;
   add_prepared_memory_of_linear_layers(*this, weights);
   output_.add_memory(weights);
-  huge_pages_ = std::make_unique<HugePageBacking>(std::move(weights));
+  // Not at once: a translation of a few lines is over before the pages would pay for their copy.
+  huge_pages_ = std::make_unique<HugePageBacking>(std::move(weights), std::chrono::seconds(2));
 }
 
 void TransformerImpl::quantize_int8(FloatWeights float_weights) {

@@ -89,7 +89,7 @@ class TransformerImpl : public torch::nn::Module {
   /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
   /// must not change afterwards: IdTranslator packs the models it alone holds, or copies.
   /// The packed weights are then backed with 2 MiB pages where Linux can, on a thread of its own
-  /// while decoding may begin (runtime/huge_pages.h). With FloatWeights::kDrop the linear layers'
+  /// from 2 s on, while decoding goes on (runtime/huge_pages.h). With FloatWeights::kDrop the linear layers'
   /// float weights are freed as they are packed (model/linear.h).
   void pack_for_inference(FloatWeights float_weights = FloatWeights::kKeep);
   /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot),

@@ -56,11 +56,15 @@ int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<
   return collapsed;
 }
 
-HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges)
-    : worker_([this, ranges = std::move(ranges)]() mutable {
+HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges, std::chrono::milliseconds delay)
+    : worker_([this, delay, ranges = std::move(ranges)]() mutable {
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          woken_changed_.wait_for(lock, delay, [this] { return woken_; });
+        }
+        if (stop_) return;
 #if defined(__linux__)
-        // Only on a core nobody else wants: a short run's translation goes first and the pages
-        // follow when the cores idle (the kernel may refuse; then at the usual priority).
+        // Only on a core nobody else wants (the kernel may refuse; then at the usual priority).
         const sched_param idle{};
         sched_setscheduler(0, SCHED_IDLE, &idle);
 #endif
@@ -69,12 +73,22 @@ HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges)
 }
 
 HugePageBacking::~HugePageBacking() {
-  stop_ = true;
-  wait();
+  wake(/*stop=*/true);
+  if (worker_.joinable()) worker_.join();
+}
+
+void HugePageBacking::wake(bool stop) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (stop) stop_ = true;
+    woken_ = true;
+  }
+  woken_changed_.notify_all();
 }
 
 int64_t HugePageBacking::wait() {
-  const std::lock_guard<std::mutex> lock(join_mutex_);
+  wake(/*stop=*/false);
+  const std::lock_guard<std::mutex> lock(join_mutex_);  // one joins; the others wait for it here
   if (worker_.joinable()) worker_.join();
   return bytes_;
 }

@@ -1,5 +1,7 @@
 #pragma once
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -25,23 +27,32 @@ struct MemoryRange {
 /// With `stop`, ends before the next 2 MiB page once *stop is true.
 int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<bool>* stop = nullptr);
 
-/// back_with_huge_pages on a thread of its own, so that whoever prepared the memory goes on
-/// (reading it meanwhile is safe: the kernel swaps each page under its own lock). The kernel copies
-/// every page and allocates its 2 MiB one, which on these virtual machines took 0.1-0.9 s for a
-/// base-size model's 240 MB of weights (BENCHMARKS.md): time a one-sentence translation waited
-/// for before it began. Destroying it stops after the page in progress.
+/// back_with_huge_pages on a thread of its own, begun `delay` after construction, so that whoever
+/// prepared the memory goes on (reading it meanwhile is safe: the kernel swaps each page under its
+/// own lock). The kernel copies every page into a 2 MiB one it allocates: on these virtual machines
+/// 0.1-0.9 s for a base-size model's 240 MB of weights, and while it runs, decoding threads wait
+/// on the pages it holds (BENCHMARKS.md). A run shorter than the delay (one sentence at a prompt)
+/// never pays it; a long one (a file, a server) has its pages soon after. Destroying it stops
+/// after the page in progress, or before the first.
 class HugePageBacking {
  public:
   HugePageBacking() = default;  // nothing to back
-  explicit HugePageBacking(std::vector<MemoryRange> ranges);
+  HugePageBacking(std::vector<MemoryRange> ranges, std::chrono::milliseconds delay);
   ~HugePageBacking();
   HugePageBacking(const HugePageBacking&) = delete;
   HugePageBacking& operator=(const HugePageBacking&) = delete;
-  /// Waits for the work to end: the bytes now in 2 MiB pages. Any thread may call it.
+  /// Begins the work now if it is still waiting, and waits for it to end: the bytes now in 2 MiB
+  /// pages. Any thread may call it.
   int64_t wait();
 
  private:
+  /// Ends the delay: `stop` true ends the work too.
+  void wake(bool stop);
+
+  std::mutex mutex_;  // guards woken_
+  std::condition_variable woken_changed_;
   std::mutex join_mutex_;
+  bool woken_ = false;
   std::atomic<bool> stop_{false};
   int64_t bytes_ = 0;
   std::thread worker_;

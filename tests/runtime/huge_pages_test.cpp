@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -83,24 +84,26 @@ TEST(HugePages, BacksTheWholePagesInsideSpansOfNearbyRanges) {
   }
 }
 
-// HugePageBacking does the same on a thread of its own; wait() gives the bytes once it is done.
+// HugePageBacking does the same on a thread of its own; wait() begins the work at once (the delay
+// is an hour) and gives the bytes once it is done.
 TEST(HugePages, BacksOnAThreadOfItsOwn) {
   if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
   const Region region(8 * kMiB);
-  HugePageBacking backing({{region.at(0), 3 * kMiB}, {region.at(4 * kMiB), 3 * kMiB}});
+  HugePageBacking backing({{region.at(0), 3 * kMiB}, {region.at(4 * kMiB), 3 * kMiB}}, std::chrono::hours(1));
   EXPECT_EQ(backing.wait(), 6 * kMiB);
   EXPECT_EQ(backing.wait(), 6 * kMiB);
   EXPECT_GE(huge_page_bytes_of_mapping(region.at(0)), 6 * kMiB);
   EXPECT_TRUE(region.holds_pattern(8 * kMiB));
 }
 
-// Asked to stop, it backs no further page; destroyed while at work, it stops and the bytes are
-// as they were.
+// Asked to stop, it backs no further page; destroyed while waiting or at work, it stops and the
+// bytes are as they were.
 TEST(HugePages, StopsWhenAsked) {
   const Region region(40 * kMiB);
   const std::atomic<bool> stop{true};
   EXPECT_EQ(back_with_huge_pages({{region.at(0), 38 * kMiB}}, &stop), 0);
-  { const HugePageBacking backing({{region.at(0), 38 * kMiB}}); }
+  { const HugePageBacking waiting({{region.at(0), 38 * kMiB}}, std::chrono::hours(1)); }
+  { const HugePageBacking working({{region.at(0), 38 * kMiB}}, std::chrono::milliseconds(0)); }
   EXPECT_TRUE(region.holds_pattern(40 * kMiB));
   const HugePageBacking nothing;
 }
