@@ -113,18 +113,18 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     matches = matches && parameter.device() == device && parameter.scalar_type() == dtype;
   }
   if (matches) return model;
-  Transformer copy = model.ptr().use_count() == 1 ? model : copy_of(model);
-  copy->to(device, dtype);
-  copy->eval();  // the translator's own: never trained, and only read while translating
-  // The copy only translates: its prepared layers no longer read their float weights.
+  Transformer own = model.ptr().use_count() == 1 ? model : copy_of(model);
+  own->to(device, dtype);
+  own->eval();  // the translator's own: never trained, and only read while translating
+  // It only translates: its prepared layers no longer read their float weights.
   if (quantize_int8) {
-    copy->quantize_int8(FloatWeights::kDrop);
+    own->quantize_int8(FloatWeights::kDrop);
     // Decoding reads every cached key and value at every step, a stream of memory beside the
     // int8 products; bfloat16 halves it and the caches' footprint (any x86 CPU converts it).
-    copy->set_cache_dtype(torch::kBFloat16);
+    own->set_cache_dtype(torch::kBFloat16);
   }
-  if (pack) copy->pack_for_inference(FloatWeights::kDrop);
-  return copy;
+  if (pack) own->pack_for_inference(FloatWeights::kDrop);
+  return own;
 }
 
 /// Evaluation mode (no dropout) while translating; the modes found are restored afterwards. A
