@@ -19,13 +19,12 @@ import time
 
 CT2_SCRIPT = r"""
 import sys, time
-start = time.perf_counter()
 import ctranslate2, sentencepiece
 imported = time.perf_counter()
 translator = ctranslate2.Translator(sys.argv[1], device="cpu", compute_type=sys.argv[2], intra_threads=2)
-tokens = sentencepiece.SentencePieceProcessor(model_file=sys.argv[3]).encode(sys.argv[4], out_type=str)
-result = translator.translate_batch([tokens], beam_size=4, length_penalty=0.6)
-print(sentencepiece.SentencePieceProcessor(model_file=sys.argv[3]).decode(result[0].hypotheses[0]))
+subwords = sentencepiece.SentencePieceProcessor(model_file=sys.argv[3])
+result = translator.translate_batch([subwords.encode(sys.argv[4], out_type=str)], beam_size=4, length_penalty=0.6)
+print(subwords.decode(result[0].hypotheses[0]))
 print(f"{time.perf_counter() - imported:.4f}", file=sys.stderr)
 """
 
