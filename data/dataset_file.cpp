@@ -12,6 +12,7 @@
 
 #include "data/dataset_file_v1.h"
 #include "data/dataset_header.h"
+#include "runtime/crc32.h"
 #include "runtime/durable_file.h"
 #include "text/option_names.h"
 
@@ -51,7 +52,7 @@ class MappedShardFile : public ShardStorage {
     for (size_t at = kDatasetHeaderBytes; at < size_;) {
       const ssize_t got = pread(fd_, block.data(), std::min(block.size(), size_ - at), static_cast<off_t>(at));
       if (got <= 0) throw std::runtime_error(system_error(path_, "cannot read dataset file"));
-      crc = crc_of(crc, block.data(), static_cast<size_t>(got));
+      crc = crc32_of(crc, block.data(), static_cast<size_t>(got));
       at += static_cast<size_t>(got);
     }
     if (crc != payload_crc_) {
@@ -112,7 +113,7 @@ struct ShardWriter::State {
     file.write(placeholder.data(), placeholder.size());
   }
   void write(const void* bytes, size_t size) {
-    crc = crc_of(crc, bytes, size);
+    crc = crc32_of(crc, bytes, size);
     file.write(bytes, size);
   }
   /// Appends `ids` in the stored width to `narrowed`.

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/crc32.h"
+
 namespace tfm {
 namespace {
 
@@ -17,7 +19,7 @@ struct ChecksummedReader {
     if (!in.read(static_cast<char*>(bytes), static_cast<std::streamsize>(size))) {
       throw std::runtime_error(path + ": truncated dataset file" + kRebuildHint);
     }
-    crc = crc_of(crc, bytes, size);
+    crc = crc32_of(crc, bytes, size);
   }
 };
 

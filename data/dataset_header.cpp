@@ -1,9 +1,9 @@
 #include "data/dataset_header.h"
 
-#include <zlib.h>
-
 #include <cstring>
 #include <stdexcept>
+
+#include "runtime/crc32.h"
 
 namespace tfm {
 namespace {
@@ -26,18 +26,13 @@ T get(const DatasetHeaderBytes& bytes, size_t at) {
 }
 
 uint32_t header_crc(const DatasetHeaderBytes& bytes, uint32_t version) {
-  const uint32_t crc = crc_of(0, bytes.data(), kHeaderCrcAt);
-  return version == 1 ? crc : crc_of(crc, bytes.data() + 56, 8);
+  const uint32_t crc = crc32_of(0, bytes.data(), kHeaderCrcAt);
+  return version == 1 ? crc : crc32_of(crc, bytes.data() + 56, 8);
 }
 
 }  // namespace
 
 const char* const kRebuildHint = " (run `tfm prepare` again to rebuild it)";
-
-uint32_t crc_of(uint32_t crc, const void* bytes, size_t size) {
-  if (size == 0) return crc;  // zlib reads a null pointer (an empty vector's data()) as "start over"
-  return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(bytes), size));
-}
 
 uint64_t DatasetHeader::offsets_at() const {
   const uint64_t ids_end = kDatasetHeaderBytes + id_bytes * static_cast<uint64_t>(source_tokens + target_tokens);

@@ -43,9 +43,6 @@ DatasetHeaderBytes encode_header(const DatasetHeader& header);
 /// Checks magic, version, checksum and counts; std::runtime_error naming `path` otherwise.
 DatasetHeader decode_header(const DatasetHeaderBytes& bytes, const std::string& path);
 
-/// zlib's CRC-32 of `size` bytes, continuing from `crc`.
-uint32_t crc_of(uint32_t crc, const void* bytes, size_t size);
-
 /// " (run `tfm prepare` again to rebuild it)": how every damaged-file message ends.
 extern const char* const kRebuildHint;
 

@@ -19,10 +19,10 @@
 #include <tuple>
 
 #include <torch/torch.h>
-#include <zlib.h>
 
 #include "model/parameter_init.h"
 #include "model/zip_checksums.h"
+#include "runtime/crc32.h"
 #include "runtime/durable_file.h"
 
 namespace tfm {
@@ -111,16 +111,7 @@ std::string tensor_to_bytes(const torch::Tensor& tensor, const std::string& what
 /// writer left those out (torch.serialization.set_crc32_options(False)).
 uint32_t tensor_crc32(const torch::Tensor& tensor) {
   const auto cpu = tensor.detach().to(torch::kCPU).contiguous();
-  const auto* bytes = static_cast<const Bytef*>(cpu.data_ptr());
-  size_t left = static_cast<size_t>(cpu.numel()) * cpu.element_size();
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (left > 0) {
-    const auto chunk = static_cast<uInt>(std::min<size_t>(left, 1U << 30));
-    crc = crc32(crc, bytes, chunk);
-    bytes += chunk;
-    left -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
+  return crc32_of(0, cpu.data_ptr(), static_cast<size_t>(cpu.numel()) * cpu.element_size());
 }
 
 c10::IValue read_value(torch::serialize::InputArchive& archive, const std::string& key, const std::string& origin) {

@@ -11,8 +11,7 @@ namespace tfm {
 /// Throws std::runtime_error naming `path` unless it is a complete zip archive whose records lie
 /// inside the file, whose stored (uncompressed) records all match their CRC-32s (unless
 /// `checksums` is false) and whose pickles hold no length or memo index past their own size
-/// (model/pickle_bounds.h). Zip64 archives (files over 4 GB) included. Reads the whole file once
-/// (about 1 GB/s; 30 ms for the `small` model).
+/// (model/pickle_bounds.h). Zip64 archives (files over 4 GB) included. Reads the whole file once.
 void verify_zip_checksums(const std::string& path, bool checksums = true);
 
 }  // namespace tfm

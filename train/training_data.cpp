@@ -7,10 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include <zlib.h>
-
 #include "data/prepare_corpus.h"
 #include "data/prepared_dir.h"
+#include "runtime/crc32.h"
 #include "runtime/durable_file.h"
 #include "runtime/threads.h"
 #include "text/option_names.h"
@@ -40,12 +39,7 @@ nlohmann::json fingerprint(const TrainOptions& o) {
 /// A tokenizer's identity: CRC-32 and size of its serialized model.
 std::string tokenizer_key(const Tokenizer& tokenizer) {
   const std::string& bytes = tokenizer.serialized();
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < bytes.size();) {
-    const auto chunk = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1U << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + done), chunk);
-    done += chunk;
-  }
+  const uint32_t crc = crc32_of(0, bytes.data(), bytes.size());
   return fmt::format("{:08x}-{}", crc, bytes.size());
 }
 
