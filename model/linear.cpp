@@ -6,6 +6,7 @@
 
 #include "model/bucketed_rows.h"
 #include "model/parameter_init.h"
+#include "runtime/parallel_jobs.h"
 
 namespace tfm {
 
@@ -47,22 +48,35 @@ void LinearImpl::drop_float_weight() {
   weight.set_data(torch::empty({0}, weight.options()));
 }
 
-void pack_linear_layers(torch::nn::Module& module, FloatWeights float_weights) {
+namespace {
+
+/// prepare(layer) for every Linear inside `module`, side by side: a layer's preparation is mostly
+/// serial work (FBGEMM's packing, the int8 rounding), so one layer at a time left every core but
+/// one idle while a model loaded.
+template <typename Prepare>
+void prepare_linear_layers(torch::nn::Module& module, Prepare prepare) {
+  std::vector<CostedJob> jobs;
   for (const auto& child : module.modules(/*include_self=*/true)) {
     auto* linear = child->as<LinearImpl>();
-    if (linear == nullptr) continue;
-    linear->pack_for_inference();
-    if (float_weights == FloatWeights::kDrop && linear->is_packed()) linear->drop_float_weight();
+    if (linear != nullptr) jobs.push_back({linear->weight.numel(), [linear, prepare] { prepare(*linear); }});
   }
+  run_costliest_first(std::move(jobs));
+}
+
+}  // namespace
+
+void pack_linear_layers(torch::nn::Module& module, FloatWeights float_weights) {
+  prepare_linear_layers(module, [float_weights](LinearImpl& linear) {
+    linear.pack_for_inference();
+    if (float_weights == FloatWeights::kDrop && linear.is_packed()) linear.drop_float_weight();
+  });
 }
 
 void quantize_linear_layers_int8(torch::nn::Module& module, FloatWeights float_weights) {
-  for (const auto& child : module.modules(/*include_self=*/true)) {
-    auto* linear = child->as<LinearImpl>();
-    if (linear == nullptr) continue;
-    linear->quantize_int8();
-    if (float_weights == FloatWeights::kDrop) linear->drop_float_weight();
-  }
+  prepare_linear_layers(module, [float_weights](LinearImpl& linear) {
+    linear.quantize_int8();
+    if (float_weights == FloatWeights::kDrop) linear.drop_float_weight();
+  });
 }
 
 void add_prepared_memory_of_linear_layers(torch::nn::Module& module, std::vector<MemoryRange>& ranges) {

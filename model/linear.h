@@ -60,9 +60,11 @@ enum class FloatWeights {
   kDrop,
 };
 
-/// Packs every Linear inside `module` for int8 inference (see LinearImpl::quantize_int8).
+/// Packs every Linear inside `module` for int8 inference (see LinearImpl::quantize_int8), the
+/// layers side by side on LibTorch's threads (runtime/parallel_jobs.h: run_costliest_first).
 void quantize_linear_layers_int8(torch::nn::Module& module, FloatWeights float_weights = FloatWeights::kKeep);
-/// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference).
+/// Packs every Linear inside `module` for oneDNN (see LinearImpl::pack_for_inference), the
+/// layers side by side as in quantize_linear_layers_int8.
 void pack_linear_layers(torch::nn::Module& module, FloatWeights float_weights = FloatWeights::kKeep);
 /// Appends the prepared weights' memory of every Linear inside `module` to `ranges` (see
 /// LinearImpl::add_prepared_memory).

@@ -7,6 +7,7 @@
 #include "model/masks.h"
 #include "model/shortlist_logits.h"
 #include "runtime/huge_pages.h"
+#include "runtime/parallel_jobs.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -95,9 +96,15 @@ void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
 }
 
 void TransformerImpl::quantize_int8(FloatWeights float_weights) {
+  // The output layer after the others, whose float weights are gone by then (kDrop); its two
+  // int8 forms side by side.
   quantize_linear_layers_int8(*this, float_weights);
-  output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix());
-  if (int8_listed_supported(output_matrix().size(1))) output_int8_rows_ = int8_rows(output_matrix());
+  std::vector<CostedJob> output{
+      {output_matrix().numel(), [this] { output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix()); }}};
+  if (int8_listed_supported(output_matrix().size(1))) {
+    output.push_back({output_matrix().numel(), [this] { output_int8_rows_ = int8_rows(output_matrix()); }});
+  }
+  run_costliest_first(std::move(output));
 }
 
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction) {

@@ -81,6 +81,13 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
   if (first_error) std::rethrow_exception(first_error);
 }
 
+void run_costliest_first(std::vector<CostedJob> jobs) {
+  std::stable_sort(jobs.begin(), jobs.end(), [](const CostedJob& a, const CostedJob& b) { return a.cost > b.cost; });
+  const int threads = at::get_num_threads();
+  const int workers = static_cast<int>(std::min<size_t>(jobs.size(), static_cast<size_t>(std::max(1, threads))));
+  run_parallel_jobs(jobs.size(), worker_teams(workers, threads), [&](size_t index, size_t) { jobs[index].run(); });
+}
+
 int adopt_idle_cores() {
   std::atomic<int>* const idle = this_thread_idle_cores;
   if (idle == nullptr || idle->load(std::memory_order_relaxed) == 0 || StepTeam::of_this_thread() != nullptr)

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -26,5 +27,16 @@ void run_parallel_jobs(size_t jobs, const std::vector<int>& teams, const std::fu
 /// outside any parallel region; elsewhere, and inside a held StepTeam (whose members are fixed),
 /// it changes nothing. Returns the calling thread's team size afterwards.
 int adopt_idle_cores();
+
+/// A piece of work and what it costs, in any unit the jobs beside it share (bytes, say).
+struct CostedJob {
+  int64_t cost = 0;
+  std::function<void()> run;
+};
+
+/// Runs every job once through run_parallel_jobs, one worker of one core per LibTorch thread (a
+/// single job gets them all), the costliest first so that the last to end are small ones: for
+/// independent pieces of serial work, such as preparing a model's layers at load.
+void run_costliest_first(std::vector<CostedJob> jobs);
 
 }  // namespace tfm

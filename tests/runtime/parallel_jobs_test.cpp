@@ -111,5 +111,39 @@ TEST(ParallelJobs, NoJobsRunsNothing) {
   EXPECT_FALSE(ran);
 }
 
+TEST(CostliestFirst, RunsTheJobsInOrderOfCostOnOneCore) {
+  const int team = at::get_num_threads();
+  set_this_thread_team(1);
+  std::vector<int> order;
+  std::vector<CostedJob> jobs;
+  for (const int cost : {3, 10, 1, 10, 7}) jobs.push_back({cost, [&order, cost] { order.push_back(cost); }});
+  run_costliest_first(std::move(jobs));
+  set_this_thread_team(team);
+  EXPECT_EQ(order, (std::vector<int>{10, 10, 7, 3, 1}));
+}
+
+TEST(CostliestFirst, GivesEachOfManyJobsOneCoreAndASingleJobThemAll) {
+  const int team = at::get_num_threads();
+  set_this_thread_team(3);
+  std::vector<std::atomic<int>> runs(20);
+  std::atomic<bool> every_job_on_one_core{true};
+  std::vector<CostedJob> jobs;
+  for (size_t job = 0; job < runs.size(); ++job) {
+    jobs.push_back({static_cast<int64_t>(job), [&, job] {
+                      ++runs[job];
+                      if (at::get_num_threads() != 1) every_job_on_one_core = false;
+                    }});
+  }
+  run_costliest_first(std::move(jobs));
+  for (size_t job = 0; job < runs.size(); ++job) EXPECT_EQ(runs[job].load(), 1) << "job " << job;
+  EXPECT_TRUE(every_job_on_one_core);
+  EXPECT_EQ(at::get_num_threads(), 3);  // restored
+  int single_job_team = 0;
+  run_costliest_first({{1, [&] { single_job_team = at::get_num_threads(); }}});
+  EXPECT_EQ(single_job_team, 3);
+  run_costliest_first({});  // nothing to run
+  set_this_thread_team(team);
+}
+
 }  // namespace
 }  // namespace tfm
