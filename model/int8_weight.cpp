@@ -107,8 +107,8 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
   packed->out = rows.size(0);
   packed->in = rows.size(1);
   // max |w| of each row, from its maximum and minimum: no [out, in] temporary of |w|. Two
-  // vectorized reductions: aminmax over a dimension runs element by element (12% of the start
-  // of an int8 run).
+  // vectorized reductions: LibTorch's aminmax over a dimension runs element by element, a large
+  // part of an int8 start (BENCHMARKS.md, "Start-up, second pass").
   const auto lowest = torch::amin(rows, 1), highest = torch::amax(rows, 1);     // [out] each
   const auto scales = (torch::max(highest, -lowest) / 127.0).clamp_min(1e-12);  // [out]
   // LibTorch's per-channel quantization, as quantized::linear_prepack receives it.
