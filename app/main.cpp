@@ -4,16 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 
 #include "app/command.h"
 #include "app/error_report.h"
 #include "app/exit_codes.h"
 #include "app/flag_names.h"
+#include "model/small_rows_product.h"
 #include "runtime/capabilities.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
 #include "runtime/onednn_cache.h"
+#include "runtime/process_exit.h"
 #include "runtime/threads.h"
 
 // Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
@@ -51,6 +54,14 @@ int fail(const CLI::App& app, int code, const std::string& message) {
   }
   std::cerr << command << ": error: " << message << "\n";
   return code;
+}
+
+/// Every way out once the command line is read: the logs flushed and LIBXSMM's exit work done,
+/// then the process ends without LibTorch's static teardown (runtime/process_exit.h).
+[[noreturn]] void leave(int code) {
+  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& logger) { logger->flush(); });
+  tfm::finish_small_rows_kernels();
+  tfm::exit_without_teardown(code);
 }
 
 }  // namespace
@@ -98,9 +109,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version: print to stdout, exit 0
+    leave(app.exit(e));  // --help, --version: print to stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    return fail(app, tfm::kExitUsageError, tfm::message_of(e) + " (see --help)");
+    leave(fail(app, tfm::kExitUsageError, tfm::message_of(e) + " (see --help)"));
   }
 
   set_up_logging(global.log_level);
@@ -109,9 +120,9 @@ int main(int argc, char** argv) {
     spdlog::debug("LibTorch intra-op threads: {}", threads);
     tfm::set_fused_kernels(!global.plain_kernels);
     action();
-    return tfm::kExitOk;
   } catch (...) {
     const tfm::ErrorReport report = tfm::report_error(std::current_exception());
-    return fail(app, report.exit_code, report.message);
+    leave(fail(app, report.exit_code, report.message));
   }
+  leave(tfm::kExitOk);
 }

@@ -1,8 +1,12 @@
 #include "model/small_rows_product.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -13,6 +17,7 @@
 #include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
 #include "runtime/capabilities.h"
+#include "runtime/process_exit.h"
 #include "runtime/step_team.h"
 #include "runtime/vector_clones.h"
 
@@ -24,10 +29,13 @@ namespace tfm {
 namespace {
 
 #if TFM_HAVE_LIBXSMM
+std::atomic<bool> libxsmm_started{false};
+
 /// LIBXSMM's code path for this CPU (a LIBXSMM_X86_* id).
 int libxsmm_target() {
   static const int target = [] {
     libxsmm_init();
+    libxsmm_started = true;
     return libxsmm_get_target_archid();
   }();
   return target;
@@ -78,6 +86,12 @@ TFM_VECTOR_CLONES void finish_block(const float* acc, int64_t ld, const T* bias,
 }
 
 }  // namespace
+
+void finish_small_rows_kernels() {
+#if TFM_HAVE_LIBXSMM
+  if (libxsmm_started.exchange(false)) remove_unless_locked_elsewhere("/tmp/.libxsmm." + std::to_string(::getuid()));
+#endif
+}
 
 bool SmallRowsProduct::supported(const torch::Tensor& weight) {
   if (!weight.defined() || !weight.device().is_cpu() || weight.dim() != 2 || weight.size(0) == 0) return false;

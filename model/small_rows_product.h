@@ -84,4 +84,11 @@ class SmallRowsProduct {
   mutable std::array<std::atomic<Kernel>, kMaxRows + 1> full_{}, last_{};
 };
 
+/// What LIBXSMM's exit handler would do that outlives the process, done now, for a process about
+/// to leave without its exit handlers (runtime/process_exit.h): removing the lock file that marks
+/// one LIBXSMM process per user (/tmp/.libxsmm.UID in Debian's 1.17) where this process holds it.
+/// The rest of that handler (freeing its kernels, statistics under LIBXSMM_VERBOSE) ends with
+/// the process anyway.
+void finish_small_rows_kernels();
+
 }  // namespace tfm
