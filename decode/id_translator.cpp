@@ -104,9 +104,11 @@ Transformer copy_of(const Transformer& model) {
 /// `model` itself when it already has the device and dtype (and nothing is to be quantized or
 /// packed); else `model` converted in place when nobody else holds it (a model loaded only to
 /// translate: no copy of its weights to allocate and fill), or a converted copy, so that a
-/// caller's model is never changed under it.
+/// caller's model is never changed under it. Packed, and without a `shortlist` (which reads the
+/// output matrix as stored), a tied model's embeddings read their rows from the packed output
+/// matrix and its [V, D] table is freed (TransformerImpl::embed_from_output_layer).
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
-                                bool quantize_int8) {
+                                bool quantize_int8, bool shortlist) {
   const bool pack = packs_weights(device, dtype);
   bool matches = !quantize_int8 && !pack;
   for (const auto& parameter : model->parameters()) {
@@ -123,7 +125,11 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
     // int8 products; bfloat16 halves it and the caches' footprint (any x86 CPU converts it).
     own->set_cache_dtype(torch::kBFloat16);
   }
-  if (pack) own->pack_for_inference(FloatWeights::kDrop);
+  if (pack) {
+    own->pack_for_inference(FloatWeights::kDrop);
+    // A tied output matrix is then held twice, as a table and packed; a shortlist reads the table.
+    if (!shortlist) own->embed_from_output_layer();
+  }
   return own;
 }
 
@@ -177,7 +183,8 @@ IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOpti
                                   " != " + std::to_string(models_.front()->config().vocab_size) + ")");
     }
     // Inference converts weights outright: cheaper than autocast re-casting them at every step.
-    model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8);
+    model = ready_for_inference(model, device_, scalar_type(options_.precision), options_.quantize_int8,
+                                !shortlist_.empty());
   }
   // Learned positions end at max_positions: a source of S subwords takes S + 1 (its eos), an
   // output of L tokens (eos included) L decoder positions. Past that the model cannot read on.

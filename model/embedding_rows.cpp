@@ -10,13 +10,21 @@
 namespace tfm {
 namespace {
 
-/// out[n] = T(T(tokens[ids[n]] * scale) + T(positions[position_rows[n]])), every operation in
-/// float and rounded to T where LibTorch's ops round their results.
-template <typename T, typename P>
-void embed(const torch::Tensor& table, const torch::Tensor& ids, float scale, const torch::Tensor& positions,
-           const std::vector<int64_t>& position_rows, torch::Tensor& out) {
-  const int64_t vocabulary = table.size(0), dim = table.size(1), count = ids.numel();
-  const auto* tokens = table.data_ptr<T>();
+/// Row `id` of a blocked matrix (BlockedRows), read element by element where it lies.
+template <typename T>
+struct BlockedRow {
+  const T* lane;  // the row's first element
+  int64_t block, pair;
+  T operator[](int64_t d) const { return lane[(d / pair) * block * pair + d % pair]; }
+};
+
+/// out[n] = T(T(token(ids[n])[d] * scale) + T(positions[position_rows[n]][d])), every operation in
+/// float and rounded to T where LibTorch's ops round their results. token(id) gives a row that
+/// reads its d-th element with [d]: a pointer into a [V, D] table, or a BlockedRow.
+template <typename T, typename P, typename TokenRow>
+void embed(TokenRow token_row, int64_t vocabulary, int64_t dim, const torch::Tensor& ids, float scale,
+           const torch::Tensor& positions, const std::vector<int64_t>& position_rows, torch::Tensor& out) {
+  const int64_t count = ids.numel();
   const auto* id = ids.data_ptr<int64_t>();
   const auto* position = positions.data_ptr<P>();
   auto* result = out.data_ptr<T>();
@@ -27,7 +35,7 @@ void embed(const torch::Tensor& table, const torch::Tensor& ids, float scale, co
   // As LibTorch parallelizes an elementwise op: a decoding step's few rows stay on this thread.
   team_parallel_for(0, count, std::max<int64_t>(1, at::internal::GRAIN_SIZE / dim), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
-      const T* token = tokens + id[n] * dim;
+      const auto token = token_row(id[n]);
       const P* at = position + position_rows[n] * dim;
       T* row = result + n * dim;
       for (int64_t d = 0; d < dim; ++d) {
@@ -37,6 +45,36 @@ void embed(const torch::Tensor& table, const torch::Tensor& ids, float scale, co
       }
     }
   });
+}
+
+/// The checks both embed_rows share; the result's [B, T, D] shape.
+std::vector<int64_t> checked_shape(const torch::Tensor& ids, int64_t dim, const torch::Tensor& positions,
+                                   const std::vector<int64_t>& position_rows) {
+  TORCH_CHECK(static_cast<int64_t>(position_rows.size()) == ids.numel(), "embed_rows: ", position_rows.size(),
+              " position rows for ", ids.numel(), " ids");
+  for (const int64_t row : position_rows) {
+    TORCH_CHECK(row >= 0 && row < positions.size(0), "embed_rows: position row ", row, " of ", positions.size(0));
+  }
+  auto sizes = ids.sizes().vec();
+  sizes.push_back(dim);
+  return sizes;
+}
+
+/// embed() over make_row(an element of the table's type)'s rows, dispatched on the table's dtype and the positions'.
+template <typename MakeRow>
+void embed_any(torch::ScalarType dtype, MakeRow make_row, int64_t vocabulary, int64_t dim, const torch::Tensor& ids,
+               double scale, const torch::Tensor& positions, const std::vector<int64_t>& position_rows,
+               torch::Tensor& out) {
+  // LibTorch multiplies a float or bfloat16 tensor by a double scalar in float.
+  const auto factor = static_cast<float>(scale);
+  if (dtype == torch::kFloat32) {
+    embed<float, float>(make_row(float{}), vocabulary, dim, ids, factor, positions, position_rows, out);
+  } else if (positions.scalar_type() == torch::kFloat32) {
+    embed<c10::BFloat16, float>(make_row(c10::BFloat16{}), vocabulary, dim, ids, factor, positions, position_rows, out);
+  } else {
+    embed<c10::BFloat16, c10::BFloat16>(make_row(c10::BFloat16{}), vocabulary, dim, ids, factor, positions,
+                                        position_rows, out);
+  }
 }
 
 }  // namespace
@@ -54,24 +92,35 @@ bool embed_rows_fit(const torch::Tensor& table, const torch::Tensor& ids, const 
 torch::Tensor embed_rows(const torch::Tensor& table, const torch::Tensor& ids, double scale,
                          const torch::Tensor& positions, const std::vector<int64_t>& position_rows) {
   TORCH_CHECK(embed_rows_fit(table, ids, positions), "embed_rows: unsupported tensors (see embed_rows_fit)");
-  TORCH_CHECK(static_cast<int64_t>(position_rows.size()) == ids.numel(), "embed_rows: ", position_rows.size(),
-              " position rows for ", ids.numel(), " ids");
-  for (const int64_t row : position_rows) {
-    TORCH_CHECK(row >= 0 && row < positions.size(0), "embed_rows: position row ", row, " of ", positions.size(0));
-  }
-  auto sizes = ids.sizes().vec();
-  sizes.push_back(table.size(1));
-  auto out = torch::empty(sizes, table.options());  // [B, T, D]
-  // LibTorch multiplies a float or bfloat16 tensor by a double scalar in float.
-  const auto factor = static_cast<float>(scale);
-  const bool float_positions = positions.scalar_type() == torch::kFloat32;
-  if (table.scalar_type() == torch::kFloat32) {
-    embed<float, float>(table, ids, factor, positions, position_rows, out);
-  } else if (float_positions) {
-    embed<c10::BFloat16, float>(table, ids, factor, positions, position_rows, out);
-  } else {
-    embed<c10::BFloat16, c10::BFloat16>(table, ids, factor, positions, position_rows, out);
-  }
+  const int64_t dim = table.size(1);
+  auto out = torch::empty(checked_shape(ids, dim, positions, position_rows), table.options());  // [B, T, D]
+  const auto row_of = [&](auto element) {
+    using T = decltype(element);
+    const T* first = table.data_ptr<T>();
+    return [first, dim](int64_t id) { return first + id * dim; };
+  };
+  embed_any(table.scalar_type(), row_of, table.size(0), dim, ids, scale, positions, position_rows, out);
+  return out;
+}
+
+bool embed_rows_fit(const BlockedRows& table, const torch::Tensor& ids, const torch::Tensor& positions) {
+  return table.data != nullptr && (table.dtype == torch::kFloat32 || table.dtype == torch::kBFloat16) && ids.is_cpu() &&
+         positions.is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() && positions.dim() == 2 &&
+         positions.is_contiguous() && positions.size(1) == table.dim &&
+         (positions.scalar_type() == torch::kFloat32 || positions.scalar_type() == table.dtype);
+}
+
+torch::Tensor embed_rows(const BlockedRows& table, const torch::Tensor& ids, double scale,
+                         const torch::Tensor& positions, const std::vector<int64_t>& position_rows) {
+  TORCH_CHECK(embed_rows_fit(table, ids, positions), "embed_rows: unsupported blocked rows (see embed_rows_fit)");
+  auto out = torch::empty(checked_shape(ids, table.dim, positions, position_rows),
+                          torch::TensorOptions().dtype(table.dtype));  // [B, T, D]
+  const auto row_of = [&](auto element) {
+    using T = decltype(element);
+    const T* first = static_cast<const T*>(table.data);
+    return [first, &table](int64_t id) { return BlockedRow<T>{first + table.offset(id, 0), table.block, table.pair}; };
+  };
+  embed_any(table.dtype, row_of, table.rows, table.dim, ids, scale, positions, position_rows, out);
   return out;
 }
 

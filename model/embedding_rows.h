@@ -4,6 +4,8 @@
 
 #include <torch/types.h>
 
+#include "model/blocked_rows.h"
+
 namespace tfm {
 
 /// Whether embed_rows() can compute tokens[ids] * scale + positions: a CPU table in float32 or
@@ -20,6 +22,14 @@ bool embed_rows_fit(const torch::Tensor& table, const torch::Tensor& ids, const 
 /// the bits are those of `tokens(ids) * scale + positions.to(dtype)`.
 /// Throws c10::IndexError on an id outside [0, V), as index_select does.
 torch::Tensor embed_rows(const torch::Tensor& table, const torch::Tensor& ids, double scale,
+                         const torch::Tensor& positions, const std::vector<int64_t>& position_rows);
+
+/// embed_rows_fit() for rows read where a packed weight holds them.
+bool embed_rows_fit(const BlockedRows& table, const torch::Tensor& ids, const torch::Tensor& positions);
+
+/// embed_rows() with the tokens' rows read from `table`'s layout: the same bits as from the
+/// [V, D] matrix the layout holds.
+torch::Tensor embed_rows(const BlockedRows& table, const torch::Tensor& ids, double scale,
                          const torch::Tensor& positions, const std::vector<int64_t>& position_rows);
 
 }  // namespace tfm

@@ -75,13 +75,28 @@ torch::Tensor TokenAndPositionImpl::sinusoid_rows(int64_t end, const torch::Devi
   return table;
 }
 
+std::optional<torch::Tensor> TokenAndPositionImpl::embed_in_one_pass(const torch::Tensor& ids,
+                                                                     const torch::Tensor& position_vectors,
+                                                                     const std::vector<int64_t>& rows) const {
+  if (is_training()) return std::nullopt;
+  if (blocked_tokens_) {
+    // `tokens` may have been freed: these rows are the only ones left.
+    const auto id_rows = ids.contiguous();                     // a length chunk's rows are a view
+    const auto position_rows = position_vectors.contiguous();  // [P, D]
+    TORCH_CHECK(embed_rows_fit(*blocked_tokens_, id_rows, position_rows),
+                "TokenAndPosition: its tokens are read from a packed CPU matrix, which these ids (", ids.scalar_type(),
+                " on ", ids.device(), ") cannot use");
+    return embed_rows(*blocked_tokens_, id_rows, scale_, position_rows, rows);
+  }
+  if (!embed_rows_fit(tokens->weight, ids, position_vectors)) return std::nullopt;
+  return embed_rows(tokens->weight, ids, scale_, position_vectors, rows);
+}
+
 torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {
   const auto position_vectors = position_table(first_position, ids.size(1), ids.device());  // [T, D]
-  if (!is_training() && embed_rows_fit(tokens->weight, ids, position_vectors)) {
-    std::vector<int64_t> rows(ids.numel());
-    for (size_t n = 0; n < rows.size(); ++n) rows[n] = static_cast<int64_t>(n) % ids.size(1);  // (b, t) -> t
-    return embed_rows(tokens->weight, ids, scale_, position_vectors, rows);
-  }
+  std::vector<int64_t> rows(ids.numel());
+  for (size_t n = 0; n < rows.size(); ++n) rows[n] = static_cast<int64_t>(n) % ids.size(1);  // (b, t) -> t
+  if (auto embedded = embed_in_one_pass(ids, position_vectors, rows)) return *embedded;
   const auto token_vectors = tokens(ids) * scale_;  // [B, T, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
   return apply_dropout(embedded, config_.dropout, is_training());
@@ -96,8 +111,7 @@ torch::Tensor TokenAndPositionImpl::forward_at(const torch::Tensor& ids, const s
   const auto table = position_table(*lowest, *highest - *lowest + 1, ids.device());  // [P, D]
   std::vector<int64_t> rows(row_positions);  // each row's position as a row of `table`
   for (auto& row : rows) row -= *lowest;
-  if (!is_training() && embed_rows_fit(tokens->weight, ids, table))
-    return embed_rows(tokens->weight, ids, scale_, table, rows);
+  if (auto embedded = embed_in_one_pass(ids, table, rows)) return *embedded;
   const auto position_vectors =
       table.index_select(0, torch::tensor(rows, torch::kLong).to(ids.device())).unsqueeze(1);  // [N, 1, D]
   const auto token_vectors = tokens(ids) * scale_;                                             // [N, 1, D]

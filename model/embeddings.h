@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -9,6 +10,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "model/blocked_rows.h"
 #include "model/model_config.h"
 
 namespace tfm {
@@ -29,6 +31,9 @@ class TokenAndPositionImpl : public torch::nn::Module {
   /// One token per row at a position of its own (rows of a decoding batch that began at different
   /// steps). ids: [N, 1], row_positions: N entries -> [N, 1, D]
   torch::Tensor forward_at(const torch::Tensor& ids, const std::vector<int64_t>& row_positions);
+  /// Inference from now on reads the tokens' rows from `rows` (the tied output matrix's packed
+  /// copy: TransformerImpl::embed_from_output_layer), not from `tokens`, which may then be freed.
+  void read_tokens_from(const BlockedRows& rows) { blocked_tokens_ = rows; }
 
   torch::nn::Embedding tokens{nullptr};     // [V, D], registered by the owner, possibly shared
   torch::nn::Embedding positions{nullptr};  // learned positions only: [max_positions, D]
@@ -40,8 +45,13 @@ class TokenAndPositionImpl : public torch::nn::Module {
   /// step would otherwise spend ten ops on one row. A row depends on its position alone, so a
   /// slice has the bits sinusoidal_positions() gives.
   torch::Tensor sinusoid_rows(int64_t end, const torch::Device& device) const;
+  /// tokens(ids) * scale + the rows of `position_vectors` that `rows` name, in one pass where it
+  /// can be (embed_rows) -> [ids..., D]; nullopt where LibTorch's ops must compute it.
+  std::optional<torch::Tensor> embed_in_one_pass(const torch::Tensor& ids, const torch::Tensor& position_vectors,
+                                                 const std::vector<int64_t>& rows) const;
   ModelConfig config_;
   double scale_;
+  std::optional<BlockedRows> blocked_tokens_;  // set by read_tokens_from()
   // Shared by copies of the module and by the threads translating with it (tfm serve).
   struct SinusoidCache {
     std::mutex mutex;

@@ -90,4 +90,9 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   return stack[0].toTensor().narrow(0, 0, m).view(sizes);  // [M', out] -> [..., out]
 }
 
+std::optional<BlockedRows> PackedWeight::blocked_rows() const {
+  if (!small_rows_) return std::nullopt;
+  return small_rows_->blocked_rows();
+}
+
 }  // namespace tfm

@@ -1,10 +1,12 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <torch/types.h>
 
+#include "model/blocked_rows.h"
 #include "runtime/huge_pages.h"
 
 namespace tfm {
@@ -43,6 +45,8 @@ class PackedWeight {
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& bias = {}, bool relu = false) const;
   /// The packed weight and the small-row products' copy (where it is one), appended to `ranges`.
   void add_memory(std::vector<MemoryRange>& ranges) const;
+  /// The weight's rows where the small-row products read them, on CPUs with their kernels.
+  std::optional<BlockedRows> blocked_rows() const;
 
  private:
   torch::Tensor packed_;

@@ -29,6 +29,11 @@ torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
   TORCH_CHECK(false, "PreparedWeight::linear: no weight prepared");
 }
 
+std::optional<BlockedRows> PreparedWeight::blocked_rows() const {
+  if (form_ != Form::kOneDnn) return std::nullopt;
+  return packed_.blocked_rows();
+}
+
 void PreparedWeight::add_memory(std::vector<MemoryRange>& ranges) const {
   if (form_ == Form::kOneDnn) packed_.add_memory(ranges);
 }

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include <torch/types.h>
 
 #include "model/int8_weight.h"
@@ -26,6 +28,8 @@ class PreparedWeight {
   torch::Tensor linear_relu(const torch::Tensor& x) const;
   /// The memory products read for kOneDnn (PackedWeight::add_memory), appended to `ranges`.
   void add_memory(std::vector<MemoryRange>& ranges) const;
+  /// kOneDnn's PackedWeight::blocked_rows(); none in the other forms.
+  std::optional<BlockedRows> blocked_rows() const;
 
  private:
   Form form_ = Form::kNone;

@@ -188,6 +188,10 @@ bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_
 
 void SmallRowsProduct::add_memory(std::vector<MemoryRange>& ranges) const { ranges.push_back(blocks_); }
 
+BlockedRows SmallRowsProduct::blocked_rows() const {
+  return {weight_, blocks_.data, dtype_, out_, in_, padded_in_, kBlock, pair_};
+}
+
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {
   auto& slot = width == kBlock ? full_[rows] : last_[rows];
   if (Kernel known = slot.load(std::memory_order_acquire)) return known;

@@ -6,6 +6,7 @@
 
 #include <torch/types.h>
 
+#include "model/blocked_rows.h"
 #include "runtime/huge_pages.h"
 
 namespace tfm {
@@ -54,6 +55,8 @@ class SmallRowsProduct {
   bool reads(const torch::Tensor& tensor) const;
   /// The weight's layout, appended to `ranges`: what every product streams.
   void add_memory(std::vector<MemoryRange>& ranges) const;
+  /// The weight [out, in] as its products read it: each row's elements where they lie.
+  BlockedRows blocked_rows() const;
 
  private:
   using Kernel = void*;  // a libxsmm_smmfunction (float32) or libxsmm_bsmmfunction (bfloat16)

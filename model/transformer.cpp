@@ -42,8 +42,11 @@ const torch::Tensor& TransformerImpl::output_matrix() const {
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
-  return torch::matmul(hidden, output_matrix().t());  // [.., D] x [D, V]
+  if (output_matrix_dropped()) return output_.linear(hidden);  // [.., D] -> [.., V]
+  return torch::matmul(hidden, output_matrix().t());           // [.., D] x [D, V]
 }
+
+bool TransformerImpl::output_matrix_dropped() const { return output_matrix().numel() == 0; }
 
 EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
   EncoderOutput out;
@@ -107,13 +110,29 @@ void TransformerImpl::quantize_int8(FloatWeights float_weights) {
   run_costliest_first(std::move(output));
 }
 
+bool TransformerImpl::embed_from_output_layer() {
+  if (output_projection || output_matrix_dropped()) return false;
+  const auto rows = output_.blocked_rows();
+  const auto& table = output_matrix();  // [V, D]
+  if (!rows || rows->dtype != table.scalar_type() || rows->rows != table.size(0) || rows->dim != table.size(1)) {
+    return false;
+  }
+  source_embedding->read_tokens_from(*rows);
+  target_embedding->read_tokens_from(*rows);
+  torch::NoGradGuard no_grad;
+  target_embedding->tokens->weight.set_data(torch::empty({0, table.size(1)}, table.options()));
+  return true;
+}
+
 void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction) {
+  TORCH_CHECK(!output_matrix_dropped(), "restrict_output: the output matrix was freed (embed_from_output_layer)");
   TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
               "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
   state.output_columns = shortlist_columns(output_matrix(), candidates, output_moments(), rest_correction);
 }
 
 RowMoments TransformerImpl::output_moments() {
+  TORCH_CHECK(!output_matrix_dropped(), "output_moments: the output matrix was freed (embed_from_output_layer)");
   const auto& matrix = output_matrix();
   const std::lock_guard<std::mutex> lock(moments_cache_->mutex);
   auto& cache = *moments_cache_;

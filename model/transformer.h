@@ -83,7 +83,7 @@ class TransformerImpl : public torch::nn::Module {
   /// decoder output [B, T, D] -> logits [B, T, V] (through the shared embedding matrix when tied, §3.4)
   torch::Tensor project(const torch::Tensor& hidden);
 
-  /// The pre-softmax projection's matrix: [V, D]
+  /// The pre-softmax projection's matrix: [V, D] ([0, D] once embed_from_output_layer() freed it)
   const torch::Tensor& output_matrix() const;
   /// CPU inference in float32 or bfloat16: every linear layer's weight and the output matrix
   /// laid out once for oneDNN (model/packed_weight.h), used by encode() and step(). The weights
@@ -92,6 +92,12 @@ class TransformerImpl : public torch::nn::Module {
   /// from 2 s on, while decoding goes on (runtime/huge_pages.h). With FloatWeights::kDrop the linear layers'
   /// float weights are freed as they are packed (model/linear.h).
   void pack_for_inference(FloatWeights float_weights = FloatWeights::kKeep);
+  /// After pack_for_inference(), in a tied model (§3.4) whose output layer's packed copy holds the
+  /// matrix row by row where its small-row products read it (model/blocked_rows.h): the source
+  /// and target embeddings read their rows there, and the [V, D] table is freed, so the model no
+  /// longer holds the matrix twice. Then neither restrict_output() (a shortlist reads the table)
+  /// nor training can follow. Returns whether it did so.
+  bool embed_from_output_layer();
   /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot),
   /// once that work has ended: waits for it.
   int64_t huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : 0; }
@@ -110,6 +116,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear output_projection{nullptr};  // untied only: [V, D], no bias
 
  private:
+  bool output_matrix_dropped() const;  // by embed_from_output_layer()
   ModelConfig config_;
   PreparedWeight output_;      // output_matrix() for oneDNN or FBGEMM, once prepared for inference
   Int8Rows output_int8_rows_;  // output_matrix() for a shortlist's int8 products, once quantized

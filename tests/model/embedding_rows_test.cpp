@@ -47,6 +47,48 @@ TEST(EmbedRows, HasTheBitsOfLibTorchsOpsInEveryDtype) {
   }
 }
 
+/// `table` [V, D] laid out as BlockedRows describes, blocks of 64 rows and D padded to 16 * pair
+/// with garbage (the padding is never read): an independent copy of the layout, element by element.
+BlockedRows lay_out_by_hand(const torch::Tensor& table, int64_t pair) {
+  const int64_t rows = table.size(0), dim = table.size(1), block = 64;
+  const int64_t padded_dim = (dim + 16 * pair - 1) / (16 * pair) * (16 * pair);
+  const int64_t blocks = (rows + block - 1) / block;
+  auto laid = torch::full({blocks * block * padded_dim}, 1e30, table.options());
+  auto flat = table.contiguous().view({-1});
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t d = 0; d < dim; ++d) {
+      // block, then pairs of inputs, then the block's row, then the input within its pair
+      const int64_t at =
+          (row / block) * block * padded_dim + (d / pair) * (block * pair) + (row % block) * pair + d % pair;
+      laid[at] = flat[row * dim + d];
+    }
+  }
+  return {laid, laid.data_ptr(), table.scalar_type(), rows, dim, padded_dim, block, pair};
+}
+
+TEST(EmbedRows, RowsReadFromAPackedLayoutHaveTheTablesBits) {
+  torch::NoGradGuard no_grad;
+  const int64_t vocabulary = 150, dim = 40;  // a last block of 22 rows; dim padded to 48 or 64
+  const double scale = std::sqrt(static_cast<double>(dim));
+  const auto ids = torch::tensor(std::vector<int64_t>{0, 63, 64, 149, 127, 128, 5, 100}).view({2, 4});
+  const std::vector<int64_t> rows = {0, 1, 2, 3, 3, 2, 1, 0};
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto table = random_table(vocabulary, dim, dtype, 5);
+    const auto blocked = lay_out_by_hand(table, dtype == torch::kBFloat16 ? 2 : 1);
+    const auto positions = random_table(4, dim, torch::kFloat32, 6);
+    const auto expected = embed_rows(table, ids, scale, positions, rows);
+    ASSERT_TRUE(embed_rows_fit(blocked, ids, positions));
+    const auto got = embed_rows(blocked, ids, scale, positions, rows);
+    ASSERT_EQ(got.sizes(), expected.sizes());
+    EXPECT_TRUE(torch::equal(got, expected)) << dtype;
+  }
+  const auto table = random_table(vocabulary, dim, torch::kFloat32, 7);
+  const auto positions = random_table(4, dim, torch::kFloat32, 8);
+  EXPECT_THROW(embed_rows(lay_out_by_hand(table, 1), torch::tensor(std::vector<int64_t>{150}).view({1, 1}), scale,
+                          positions, {0}),
+               c10::IndexError);
+}
+
 TEST(EmbedRows, AnIdOutsideTheTableIsAnIndexError) {
   torch::NoGradGuard no_grad;
   const auto table = random_table(7, 16, torch::kFloat32, 3);

@@ -135,6 +135,32 @@ TEST(SmallRowsProduct, ReadsAPackedCopyInItsLayoutInPlace) {
   }
 }
 
+// blocked_rows() finds each of the weight's elements where the products read it, whether that is
+// oneDNN's packed copy (read in place) or the product's own.
+TEST(SmallRowsProduct, BlockedRowsFindEveryElementOfTheWeight) {
+  torch::manual_seed(10);
+  if (!SmallRowsProduct::supported(torch::zeros({2, 2}))) GTEST_SKIP() << "no LIBXSMM kernels on this CPU or build";
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto weight = torch::randn({130, 40}).to(dtype);  // a partial last block, padded inputs
+    if (!SmallRowsProduct::supported(weight)) continue;     // bfloat16 without AVX512-BF16
+    const auto packed = onednn_blocked(weight);
+    for (const auto& given : {packed, torch::Tensor()}) {
+      const SmallRowsProduct product(weight, given);
+      const BlockedRows rows = product.blocked_rows();
+      ASSERT_EQ(rows.rows, 130);
+      ASSERT_EQ(rows.dim, 40);
+      ASSERT_EQ(rows.dtype, dtype);
+      const auto flat = torch::from_blob(const_cast<void*>(rows.data), {rows.offset(129, 39) + 1},
+                                         torch::TensorOptions().dtype(dtype));
+      auto found = torch::empty_like(weight);
+      for (int64_t row = 0; row < 130; ++row) {
+        for (int64_t d = 0; d < 40; ++d) found[row][d] = flat[rows.offset(row, d)];
+      }
+      EXPECT_TRUE(torch::equal(found, weight)) << dtype << (given.defined() ? ", in place" : ", own copy");
+    }
+  }
+}
+
 // A decoding step's projections come as [N, 1, in]: the rows of any leading shape, in that shape.
 TEST(SmallRowsProduct, TakesTheRowsOfAnyLeadingShapeAndKeepsIt) {
   torch::manual_seed(9);

@@ -467,5 +467,55 @@ TEST(Transformer, TiedEmbeddingIsOneTensor) {
   EXPECT_EQ(named, 1);  // registered once, so optimizers update it once
 }
 
+// A tied model whose embeddings read the packed output matrix (and whose table is freed) encodes
+// and decodes with the same bits as one that keeps the table.
+TEST(Transformer, EmbeddingsFromThePackedOutputLayerKeepEveryBit) {
+  torch::NoGradGuard no_grad;
+  auto config = tiny_config();
+  config.vocab_size = 150;  // two full blocks of 64 rows and a partial one
+  auto kept = eval_model(config);
+  auto freed = eval_model(config);
+  kept->pack_for_inference(FloatWeights::kDrop);
+  freed->pack_for_inference(FloatWeights::kDrop);
+  if (!freed->embed_from_output_layer()) {
+    GTEST_SKIP() << "no small-row kernels on this CPU or build (LIBXSMM, AVX2): the packed copy's layout is oneDNN's "
+                    "own, so the table stays";
+  }
+  EXPECT_EQ(freed->output_matrix().numel(), 0);
+  EXPECT_EQ(freed->source_embedding->tokens->weight.numel(), 0);
+  EXPECT_FALSE(freed->embed_from_output_layer());  // once
+
+  const auto source = random_ids(3, 7, config.vocab_size, 11);
+  const auto kept_encoded = kept->encode(source);
+  const auto freed_encoded = freed->encode(source);
+  EXPECT_TRUE(torch::equal(freed_encoded.memory, kept_encoded.memory));
+  auto kept_state = kept->start_decoding(kept_encoded);
+  auto freed_state = freed->start_decoding(freed_encoded);
+  auto tokens = torch::full({3}, kBosId, torch::kLong);
+  for (int step = 0; step < 4; ++step) {
+    const auto expected = kept->step(tokens, kept_state);  // [3, V]
+    const auto got = freed->step(tokens, freed_state);
+    ASSERT_TRUE(torch::equal(got, expected)) << "step " << step;
+    tokens = expected.argmax(1);
+    tokens.index_put_({tokens < kNumSpecialIds}, kNumSpecialIds);  // real subwords, never eos
+  }
+  // Teacher forcing (what attention pictures run) projects through the packed copy instead.
+  const auto target_in = random_ids(3, 5, config.vocab_size, 12);
+  EXPECT_TENSOR_NEAR(freed->forward(source, target_in), kept->forward(source, target_in), 1e-4);
+  EXPECT_THROW(freed->restrict_output(freed_state, torch::zeros({3, 4}, torch::kLong)), c10::Error);
+}
+
+TEST(Transformer, AnUntiedOrUnpackedModelKeepsItsTable) {
+  auto config = tiny_config();
+  auto unpacked = eval_model(config);
+  EXPECT_FALSE(unpacked->embed_from_output_layer());
+  EXPECT_EQ(unpacked->output_matrix().size(0), config.vocab_size);
+  config.tie_embeddings = false;
+  auto untied = eval_model(config);
+  untied->pack_for_inference(FloatWeights::kDrop);
+  EXPECT_FALSE(untied->embed_from_output_layer());
+  EXPECT_EQ(untied->source_embedding->tokens->weight.size(0), config.vocab_size);
+}
+
 }  // namespace
 }  // namespace tfm
