@@ -120,7 +120,7 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
   own->eval();  // the translator's own: never trained, and only read while translating
   // It only translates: its prepared layers no longer read their float weights.
   if (quantize_int8) {
-    own->quantize_int8(FloatWeights::kDrop);
+    own->quantize_int8(FloatWeights::kDrop, /*shortlist_rows=*/shortlist);
     // Decoding reads every cached key and value at every step, a stream of memory beside the
     // int8 products; bfloat16 halves it and the caches' footprint (any x86 CPU converts it).
     own->set_cache_dtype(torch::kBFloat16);

@@ -98,13 +98,13 @@ void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
   huge_pages_ = std::make_unique<HugePageBacking>(std::move(weights), std::chrono::seconds(2));
 }
 
-void TransformerImpl::quantize_int8(FloatWeights float_weights) {
+void TransformerImpl::quantize_int8(FloatWeights float_weights, bool shortlist_rows) {
   // The output layer after the others, whose float weights are gone by then (kDrop); its two
   // int8 forms side by side.
   quantize_linear_layers_int8(*this, float_weights);
   std::vector<CostedJob> output{
       {output_matrix().numel(), [this] { output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix()); }}};
-  if (int8_listed_supported(output_matrix().size(1))) {
+  if (shortlist_rows && int8_listed_supported(output_matrix().size(1))) {
     output.push_back({output_matrix().numel(), [this] { output_int8_rows_ = int8_rows(output_matrix()); }});
   }
   run_costliest_first(std::move(output));

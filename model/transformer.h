@@ -103,8 +103,11 @@ class TransformerImpl : public torch::nn::Module {
   int64_t huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : 0; }
   /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
-  /// which then leaves them as they are. FloatWeights as in pack_for_inference().
-  void quantize_int8(FloatWeights float_weights = FloatWeights::kKeep);
+  /// which then leaves them as they are. FloatWeights as in pack_for_inference(). With
+  /// `shortlist_rows`, the output matrix is also quantized row by row for a shortlist's products
+  /// (restrict_output; without them a shortlist reads the float rows): 1 byte an element more,
+  /// held for nothing where no shortlist will be used.
+  void quantize_int8(FloatWeights float_weights = FloatWeights::kKeep, bool shortlist_rows = true);
   /// The dtype decoding keeps attention keys and values in (DecoderImpl::set_cache_dtype).
   void set_cache_dtype(std::optional<torch::Dtype> dtype) { decoder->set_cache_dtype(dtype); }
   const ModelConfig& config() const { return config_; }
