@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "model/linear.h"
+#include "model/small_rows_product.h"
 #include "runtime/errors.h"
 #include "tests/decode/decode_test_support.h"
 #include "tests/test_support.h"
@@ -78,13 +79,40 @@ TEST(Translator, PreparesAModelNobodyElseHoldsInPlace) {
   }
   EXPECT_GT(linear_layers, 0);
   for (const auto& module : f.model->modules()) {
-    if (const auto* linear = module->as<LinearImpl>()) EXPECT_GT(linear->weight.numel(), 0);
+    if (const auto* linear = module->as<LinearImpl>()) {
+      EXPECT_GT(linear->weight.numel(), 0);
+    }
   }
   const std::vector<std::string> lines = {"one cats .", "zwei", "three cats"};
   const auto ours = in_place.translate(lines);
   const auto theirs = from_copy.translate(lines);
   ASSERT_EQ(ours.size(), theirs.size());
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_EQ(ours[i].text(), theirs[i].text());
+}
+
+// In float32 a tied model prepared in place reads its embeddings from the packed output matrix
+// and frees its table (where the small-row kernels lay it out); the caller's model keeps its own.
+TEST(Translator, AModelPreparedInPlaceFreesItsTiedTable) {
+  Fixture f;
+  const auto options = short_outputs();
+  std::vector<Transformer> alone{Fixture::make_model(f.tokenizer.vocab_size())};
+  const std::weak_ptr<TransformerImpl> watch = alone.front().ptr();
+  Translator in_place(std::move(alone), f.tokenizer, options, torch::kCPU);
+  Translator from_copy({f.model}, f.tokenizer, options, torch::kCPU);
+  const bool laid_out = SmallRowsProduct::supported(torch::zeros({2, 2}));
+  EXPECT_EQ(watch.lock()->output_matrix().numel(), laid_out ? 0 : f.tokenizer.vocab_size() * f.model->config().d_model);
+  EXPECT_EQ(f.model->output_matrix().size(0), f.tokenizer.vocab_size());
+  const std::vector<std::string> lines = {"one cats .", "zwei", "three cats"};
+  const auto ours = in_place.translate(lines);
+  const auto theirs = from_copy.translate(lines);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    ASSERT_EQ(ours[i].nbest.size(), theirs[i].nbest.size());
+    for (size_t k = 0; k < ours[i].nbest.size(); ++k) {
+      EXPECT_EQ(ours[i].nbest[k].ids, theirs[i].nbest[k].ids);
+      EXPECT_EQ(ours[i].nbest[k].score, theirs[i].nbest[k].score);  // the same bits
+    }
+  }
 }
 
 TEST(Translator, OneOutputPerLineEvenForOddInput) {
