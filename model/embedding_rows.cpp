@@ -77,15 +77,21 @@ void embed_any(torch::ScalarType dtype, MakeRow make_row, int64_t vocabulary, in
   }
 }
 
+/// What both embed_rows_fit ask of the ids and positions beside a table of `dim` columns in
+/// `dtype` (float32 or bfloat16).
+bool ids_and_positions_fit(torch::ScalarType dtype, int64_t dim, const torch::Tensor& ids,
+                           const torch::Tensor& positions) {
+  return (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && ids.is_cpu() && positions.is_cpu() &&
+         ids.scalar_type() == torch::kLong && ids.is_contiguous() && positions.dim() == 2 &&
+         positions.is_contiguous() && positions.size(1) == dim &&
+         (positions.scalar_type() == torch::kFloat32 || positions.scalar_type() == dtype);
+}
+
 }  // namespace
 
 bool embed_rows_fit(const torch::Tensor& table, const torch::Tensor& ids, const torch::Tensor& positions) {
-  const auto dtype = table.scalar_type();
-  return fused_kernels() && table.is_cpu() && ids.is_cpu() && positions.is_cpu() && table.dim() == 2 &&
-         table.is_contiguous() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
-         ids.scalar_type() == torch::kLong && ids.is_contiguous() && positions.dim() == 2 &&
-         positions.is_contiguous() && positions.size(1) == table.size(1) &&
-         (positions.scalar_type() == torch::kFloat32 || positions.scalar_type() == dtype) &&
+  return fused_kernels() && table.is_cpu() && table.dim() == 2 && table.is_contiguous() &&
+         ids_and_positions_fit(table.scalar_type(), table.size(1), ids, positions) &&
          !(torch::GradMode::is_enabled() && (table.requires_grad() || positions.requires_grad()));
 }
 
@@ -104,10 +110,7 @@ torch::Tensor embed_rows(const torch::Tensor& table, const torch::Tensor& ids, d
 }
 
 bool embed_rows_fit(const BlockedRows& table, const torch::Tensor& ids, const torch::Tensor& positions) {
-  return table.data != nullptr && (table.dtype == torch::kFloat32 || table.dtype == torch::kBFloat16) && ids.is_cpu() &&
-         positions.is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() && positions.dim() == 2 &&
-         positions.is_contiguous() && positions.size(1) == table.dim &&
-         (positions.scalar_type() == torch::kFloat32 || positions.scalar_type() == table.dtype);
+  return table.data != nullptr && ids_and_positions_fit(table.dtype, table.dim, ids, positions);
 }
 
 torch::Tensor embed_rows(const BlockedRows& table, const torch::Tensor& ids, double scale,

@@ -94,9 +94,11 @@ std::optional<torch::Tensor> TokenAndPositionImpl::embed_in_one_pass(const torch
 
 torch::Tensor TokenAndPositionImpl::forward(const torch::Tensor& ids, int64_t first_position) {
   const auto position_vectors = position_table(first_position, ids.size(1), ids.device());  // [T, D]
-  std::vector<int64_t> rows(ids.numel());
-  for (size_t n = 0; n < rows.size(); ++n) rows[n] = static_cast<int64_t>(n) % ids.size(1);  // (b, t) -> t
-  if (auto embedded = embed_in_one_pass(ids, position_vectors, rows)) return *embedded;
+  if (!is_training()) {
+    std::vector<int64_t> rows(ids.numel());
+    for (size_t n = 0; n < rows.size(); ++n) rows[n] = static_cast<int64_t>(n) % ids.size(1);  // (b, t) -> t
+    if (auto embedded = embed_in_one_pass(ids, position_vectors, rows)) return *embedded;
+  }
   const auto token_vectors = tokens(ids) * scale_;  // [B, T, D]
   const auto embedded = token_vectors + position_vectors.to(token_vectors.scalar_type());
   return apply_dropout(embedded, config_.dropout, is_training());
