@@ -104,9 +104,9 @@ Transformer copy_of(const Transformer& model) {
 /// `model` itself when it already has the device and dtype (and nothing is to be quantized or
 /// packed); else `model` converted in place when nobody else holds it (a model loaded only to
 /// translate: no copy of its weights to allocate and fill), or a converted copy, so that a
-/// caller's model is never changed under it. Packed, and without a `shortlist` (which reads the
-/// output matrix as stored), a tied model's embeddings read their rows from the packed output
-/// matrix and its [V, D] table is freed (TransformerImpl::embed_from_output_layer).
+/// caller's model is never changed under it. Packed or quantized, and without a `shortlist` (which
+/// reads the output matrix as stored), a tied model's embeddings read their rows from the prepared
+/// output matrix and its [V, D] table is freed (TransformerImpl::embed_from_output_layer).
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
                                 bool quantize_int8, bool shortlist) {
   const bool pack = packs_weights(device, dtype);
@@ -127,7 +127,8 @@ Transformer ready_for_inference(const Transformer& model, const torch::Device& d
   }
   if (pack) {
     own->pack_for_inference(FloatWeights::kDrop);
-    // A tied output matrix is then held twice, as a table and packed; a shortlist reads the table.
+    // A tied output matrix is then held twice, as a table and packed (or quantized); a shortlist
+    // reads the table.
     if (!shortlist) own->embed_from_output_layer();
   }
   return own;

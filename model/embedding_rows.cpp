@@ -18,6 +18,14 @@ struct BlockedRow {
   T operator[](int64_t d) const { return lane[(d / pair) * block * pair + d % pair]; }
 };
 
+/// Row `id` of int8 rows (BlockedRows of int8): each value times the row's factor, rounded to
+/// float32 as dequantizing the whole matrix (values.to(float32) * scales[:, None]) rounds it.
+struct ScaledInt8Row {
+  const int8_t* values;
+  float factor;
+  float operator[](int64_t d) const { return static_cast<float>(values[d]) * factor; }
+};
+
 /// out[n] = T(T(token(ids[n])[d] * scale) + T(positions[position_rows[n]][d])), every operation in
 /// float and rounded to T where LibTorch's ops round their results. token(id) gives a row that
 /// reads its d-th element with [d]: a pointer into a [V, D] table, or a BlockedRow.
@@ -109,15 +117,37 @@ torch::Tensor embed_rows(const torch::Tensor& table, const torch::Tensor& ids, d
   return out;
 }
 
+namespace {
+
+bool is_int8(const BlockedRows& table) { return table.dtype == torch::kChar; }
+
+/// The dtype embed_rows() computes and returns from `table`'s rows: int8 rows give float32.
+torch::ScalarType embedded_dtype(const BlockedRows& table) { return is_int8(table) ? torch::kFloat32 : table.dtype; }
+
+}  // namespace
+
 bool embed_rows_fit(const BlockedRows& table, const torch::Tensor& ids, const torch::Tensor& positions) {
-  return table.data != nullptr && ids_and_positions_fit(table.dtype, table.dim, ids, positions);
+  // int8 rows lie one after another (ScaledInt8Row), each with its factor.
+  const bool int8_fits = !is_int8(table) || (table.block == 1 && table.pair == 1 && table.scales.defined() &&
+                                             table.scales.is_cpu() && table.scales.scalar_type() == torch::kFloat32 &&
+                                             table.scales.is_contiguous() && table.scales.numel() == table.rows);
+  return table.data != nullptr && int8_fits && ids_and_positions_fit(embedded_dtype(table), table.dim, ids, positions);
 }
 
 torch::Tensor embed_rows(const BlockedRows& table, const torch::Tensor& ids, double scale,
                          const torch::Tensor& positions, const std::vector<int64_t>& position_rows) {
   TORCH_CHECK(embed_rows_fit(table, ids, positions), "embed_rows: unsupported blocked rows (see embed_rows_fit)");
   auto out = torch::empty(checked_shape(ids, table.dim, positions, position_rows),
-                          torch::TensorOptions().dtype(table.dtype));  // [B, T, D]
+                          torch::TensorOptions().dtype(embedded_dtype(table)));  // [B, T, D]
+  if (is_int8(table)) {
+    const auto* first = static_cast<const int8_t*>(table.data);
+    const float* factors = table.scales.data_ptr<float>();
+    const auto row_of = [first, factors, &table](int64_t id) {
+      return ScaledInt8Row{first + table.offset(id, 0), factors[id]};
+    };
+    embed<float, float>(row_of, table.rows, table.dim, ids, static_cast<float>(scale), positions, position_rows, out);
+    return out;
+  }
   const auto row_of = [&](auto element) {
     using T = decltype(element);
     const T* first = static_cast<const T*>(table.data);

@@ -28,7 +28,8 @@ torch::Tensor embed_rows(const torch::Tensor& table, const torch::Tensor& ids, d
 bool embed_rows_fit(const BlockedRows& table, const torch::Tensor& ids, const torch::Tensor& positions);
 
 /// embed_rows() with the tokens' rows read from `table`'s layout: the same bits as from the
-/// [V, D] matrix the layout holds.
+/// [V, D] matrix the layout holds; int8 rows give float32, the bits of embed_rows() over the
+/// dequantized matrix (values.to(float32) * scales[:, None]).
 torch::Tensor embed_rows(const BlockedRows& table, const torch::Tensor& ids, double scale,
                          const torch::Tensor& positions, const std::vector<int64_t>& position_rows);
 

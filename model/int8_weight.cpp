@@ -82,6 +82,7 @@ struct Int8Weight::Packed {
   std::vector<int32_t> zero_points;  // [out]: 0 (symmetric)
   std::vector<int32_t> column_sums;  // [out]: sum over k of int8 W[i, k]
   torch::Tensor bias;                // [out] float32, or undefined
+  Int8Rows rows;                     // kept on request (Int8Weight's keep_rows), else undefined
 };
 
 torch::Tensor quantize_rows_int8(const torch::Tensor& rows, const torch::Tensor& scales) {
@@ -96,24 +97,46 @@ torch::Tensor quantize_rows_int8(const torch::Tensor& rows, const torch::Tensor&
   return quantized;
 }
 
-Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
+Int8Rows quantize_int8_rows(const torch::Tensor& rows) {
+  TORCH_CHECK(rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == torch::kFloat32,
+              "quantize_int8_rows: a [out, in] float32 CPU matrix expected");
+  torch::NoGradGuard no_grad;
+  const auto matrix = rows.detach().contiguous();  // [out, in]
+  // max |w| of each row, from its maximum and minimum: no [out, in] temporary of |w|. Two
+  // vectorized reductions: LibTorch's aminmax over a dimension runs element by element, a large
+  // part of an int8 start (BENCHMARKS.md, "Start-up, second pass").
+  const auto lowest = torch::amin(matrix, 1), highest = torch::amax(matrix, 1);  // [out] each
+  // LibTorch's per-channel quantization, as quantized::linear_prepack receives it. With these
+  // scales no value rounds beyond 127 in magnitude.
+  const auto scales = (torch::max(highest, -lowest) / 127.0).clamp_min(1e-12).contiguous();  // [out]
+  const auto values = quantize_rows_int8(matrix, scales);                                    // [out, in] int8
+  // Summed here: LibTorch's sum to int32 would first widen all of `values` to int32.
+  auto sums = torch::empty({matrix.size(0)}, torch::kInt);  // [out]
+  const int64_t in = matrix.size(1);
+  const auto* value = values.data_ptr<int8_t>();
+  auto* sum = sums.data_ptr<int32_t>();
+  at::parallel_for(0, matrix.size(0), std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t i = begin; i < end; ++i) {
+                       int32_t total = 0;
+                       for (int64_t k = 0; k < in; ++k) total += value[i * in + k];
+                       sum[i] = total;
+                     }
+                   });
+  return {values, scales, sums};
+}
+
+Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows) {
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
     throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
                                 " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
   }
   torch::NoGradGuard no_grad;
   auto packed = std::make_shared<Packed>();
-  const auto rows = weight.detach().contiguous();  // [out, in]
-  packed->out = rows.size(0);
-  packed->in = rows.size(1);
-  // max |w| of each row, from its maximum and minimum: no [out, in] temporary of |w|. Two
-  // vectorized reductions: LibTorch's aminmax over a dimension runs element by element, a large
-  // part of an int8 start (BENCHMARKS.md, "Start-up, second pass").
-  const auto lowest = torch::amin(rows, 1), highest = torch::amax(rows, 1);     // [out] each
-  const auto scales = (torch::max(highest, -lowest) / 127.0).clamp_min(1e-12);  // [out]
-  // LibTorch's per-channel quantization, as quantized::linear_prepack receives it.
-  const auto quantized = quantize_rows_int8(rows, scales);  // [out, in] int8
-  const auto* values = quantized.data_ptr<int8_t>();
+  packed->out = weight.size(0);
+  packed->in = weight.size(1);
+  auto rows = quantize_int8_rows(weight);
+  const auto* values = rows.values.data_ptr<int8_t>();
   const auto in = static_cast<int32_t>(packed->in), out = static_cast<int32_t>(packed->out);
   for (int32_t first = 0; first < out; first += kPanelColumns) {
     Packed::Panel panel;
@@ -123,16 +146,19 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias) {
                                                                  values + static_cast<int64_t>(first) * in, in);
     packed->panels.push_back(std::move(panel));
   }
-  packed->scales.assign(scales.data_ptr<float>(), scales.data_ptr<float>() + out);
+  const auto* scales = rows.scales.data_ptr<float>();
+  packed->scales.assign(scales, scales + out);
   packed->zero_points.assign(out, 0);
-  packed->column_sums.resize(out);
-  for (int32_t i = 0; i < out; ++i) {
-    int32_t sum = 0;
-    for (int32_t k = 0; k < in; ++k) sum += values[static_cast<int64_t>(i) * in + k];
-    packed->column_sums[i] = sum;
-  }
+  const auto* sums = rows.sums.data_ptr<int32_t>();
+  packed->column_sums.assign(sums, sums + out);
   if (bias.defined()) packed->bias = bias.detach().to(torch::kFloat32).contiguous();
+  if (keep_rows) packed->rows = std::move(rows);
   packed_ = std::move(packed);
+}
+
+const Int8Rows& Int8Weight::rows() const {
+  static const Int8Rows kNone;
+  return packed_ != nullptr ? packed_->rows : kNone;
 }
 
 torch::Tensor Int8Weight::linear(const torch::Tensor& x, bool relu) const {

@@ -12,6 +12,21 @@ namespace tfm {
 /// ops (BENCHMARKS.md, session 70's start-up section). -> [out, in] int8
 torch::Tensor quantize_rows_int8(const torch::Tensor& rows, const torch::Tensor& scales);
 
+/// A [out, in] float32 matrix quantized row by row, zero points 0: row i is about scales[i] x
+/// values[i]. What FBGEMM's int8 products read (Int8Weight), and, for a tied output matrix, what a
+/// shortlist's int8 products and the token embeddings read too, so that one quantization serves all.
+struct Int8Rows {
+  torch::Tensor values;  // [out, in] int8 within [-127, 127]: round(row / scale) (quantize_rows_int8)
+  torch::Tensor scales;  // [out] float32: max |row| / 127 (at least 1e-12)
+  torch::Tensor sums;    // [out] int32: each row's sum of values
+
+  bool defined() const { return values.defined(); }
+};
+
+/// rows: [out, in] float32 on the CPU -> its Int8Rows, as LibTorch's per-channel quantization gives
+/// them for scales of max |row| / 127.
+Int8Rows quantize_int8_rows(const torch::Tensor& rows);
+
 /// A linear layer's weight quantized once to int8 for CPU inference, one scale per output row,
 /// and packed for FBGEMM's int8 product. linear() quantizes its input per call (7-bit range, which
 /// AVX2's int8 multiply-add cannot overflow), accumulates in int32 and returns float32: the
@@ -22,12 +37,16 @@ class Int8Weight {
  public:
   Int8Weight() = default;
   /// weight: [out, in] float32 on the CPU (else std::invalid_argument); bias: [out] or undefined.
-  Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias);
+  /// With `keep_rows`, rows() keeps the quantized weight row by row beside FBGEMM's packing (1 byte
+  /// an element more); without, they are freed once packed.
+  Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows = false);
 
   bool defined() const { return packed_ != nullptr; }
   /// x: [..., in] float32 -> x W^T + b, [..., out] float32; with `relu`, max(0, x W^T + b), taken
   /// as each row is dequantized (FBGEMM's fused ReLU) rather than in a pass of its own.
   torch::Tensor linear(const torch::Tensor& x, bool relu = false) const;
+  /// The quantized weight row by row, if kept (constructed with `keep_rows`); else undefined.
+  const Int8Rows& rows() const;
 
  private:
   struct Packed;

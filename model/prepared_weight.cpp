@@ -4,7 +4,8 @@
 
 namespace tfm {
 
-PreparedWeight::PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias) : form_(form) {
+PreparedWeight::PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias, bool keep_int8_rows)
+    : form_(form) {
   switch (form) {
     case Form::kNone: break;
     case Form::kPlain:
@@ -15,7 +16,7 @@ PreparedWeight::PreparedWeight(Form form, const torch::Tensor& weight, const tor
       packed_ = PackedWeight(weight);
       bias_ = bias;
       break;
-    case Form::kInt8: int8_ = Int8Weight(weight, bias); break;
+    case Form::kInt8: int8_ = Int8Weight(weight, bias, keep_int8_rows); break;
   }
 }
 
@@ -30,8 +31,15 @@ torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
 }
 
 std::optional<BlockedRows> PreparedWeight::blocked_rows() const {
-  if (form_ != Form::kOneDnn) return std::nullopt;
-  return packed_.blocked_rows();
+  if (form_ == Form::kOneDnn) return packed_.blocked_rows();
+  const Int8Rows& rows = int8_.rows();
+  if (form_ != Form::kInt8 || !rows.defined()) return std::nullopt;
+  const int64_t dim = rows.values.size(1);
+  return BlockedRows{rows.values,  rows.values.data_ptr(),
+                     torch::kChar, rows.values.size(0),
+                     dim,          dim,
+                     /*block=*/1,  /*pair=*/1,
+                     rows.scales};
 }
 
 void PreparedWeight::add_memory(std::vector<MemoryRange>& ranges) const {

@@ -16,8 +16,9 @@ class PreparedWeight {
   enum class Form { kNone, kPlain, kOneDnn, kInt8 };
 
   PreparedWeight() = default;
-  /// kOneDnn needs PackedWeight::supported(weight); kInt8 a float32 CPU weight.
-  PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias = {});
+  /// kOneDnn needs PackedWeight::supported(weight); kInt8 a float32 CPU weight, and with
+  /// `keep_int8_rows` keeps the quantized rows readable (int8_rows(), blocked_rows()).
+  PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias = {}, bool keep_int8_rows = false);
 
   bool defined() const { return form_ != Form::kNone; }
   Form form() const { return form_; }
@@ -28,8 +29,11 @@ class PreparedWeight {
   torch::Tensor linear_relu(const torch::Tensor& x) const;
   /// The memory products read for kOneDnn (PackedWeight::add_memory), appended to `ranges`.
   void add_memory(std::vector<MemoryRange>& ranges) const;
-  /// kOneDnn's PackedWeight::blocked_rows(); none in the other forms.
+  /// kOneDnn's PackedWeight::blocked_rows(); kInt8's kept rows (Int8Weight::rows()) as int8
+  /// BlockedRows; none otherwise.
   std::optional<BlockedRows> blocked_rows() const;
+  /// kInt8's kept rows; undefined otherwise.
+  const Int8Rows& int8_rows() const { return int8_.rows(); }
 
  private:
   Form form_ = Form::kNone;

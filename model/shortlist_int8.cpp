@@ -17,14 +17,6 @@
 
 namespace tfm {
 
-Int8Rows int8_rows(const torch::Tensor& matrix) {
-  torch::NoGradGuard no_grad;
-  const auto rows = matrix.detach().to(torch::kCPU, torch::kFloat32);  // [V, D]
-  const auto scales = (rows.abs().amax(1) / 127.0).clamp_min(std::numeric_limits<float>::min());
-  const auto values = (rows / scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kInt8).contiguous();
-  return {values, scales.contiguous(), values.sum(1, /*keepdim=*/false, torch::kInt).contiguous()};
-}
-
 // The AVX512-VNNI and AVX2 kernels. Without them (other CPUs, and TFM_ONE_CLONE builds, which
 // measure the lane versions alone) the float32 kernel serves.
 #ifdef TFM_EXTENSION_KERNELS

@@ -4,21 +4,9 @@
 
 #include <torch/types.h>
 
+#include "model/int8_weight.h"
+
 namespace tfm {
-
-/// An output matrix's rows in int8 for the shortlist's products when a model decodes in int8: the
-/// candidates' rows are then a quarter of the float32 bytes and their products four times as many
-/// per instruction (AVX512-VNNI), or twice as many (AVX2).
-struct Int8Rows {
-  torch::Tensor values;  // [V, D] int8: round(row / scale), within [-127, 127]
-  torch::Tensor scales;  // [V] float32: max |row| / 127
-  torch::Tensor sums;    // [V] int32: each row's sum of values
-
-  bool defined() const { return values.defined(); }
-};
-
-/// matrix: [V, D] floating, on any device.
-Int8Rows int8_rows(const torch::Tensor& matrix);
 
 /// The instructions int8_listed_rows computes with.
 enum class Int8Products {
@@ -36,7 +24,7 @@ bool int8_listed_supported(int64_t dim);
 /// The views int8_listed_rows reads and writes.
 struct Int8ListedViews {
   const float* hidden;        // [N, D]
-  const Int8Rows* rows;       // of the output matrix [V, D]
+  const Int8Rows* rows;       // of the output matrix [V, D] (its int8 form's: Int8Weight::rows())
   const int64_t* candidates;  // [M, C]: sorted ids, then -1
   float* listed;              // [N, C]
   int64_t width, dim, rows_per_list;

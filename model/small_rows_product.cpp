@@ -189,7 +189,7 @@ bool SmallRowsProduct::reads(const torch::Tensor& tensor) const { return weight_
 void SmallRowsProduct::add_memory(std::vector<MemoryRange>& ranges) const { ranges.push_back(blocks_); }
 
 BlockedRows SmallRowsProduct::blocked_rows() const {
-  return {weight_, blocks_.data, dtype_, out_, in_, padded_in_, kBlock, pair_};
+  return {weight_, blocks_.data, dtype_, out_, in_, padded_in_, kBlock, pair_, /*scales=*/{}};
 }
 
 SmallRowsProduct::Kernel SmallRowsProduct::kernel(int64_t rows, int64_t width) const {

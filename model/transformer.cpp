@@ -7,7 +7,6 @@
 #include "model/masks.h"
 #include "model/shortlist_logits.h"
 #include "runtime/huge_pages.h"
-#include "runtime/parallel_jobs.h"
 #include "text/special_ids.h"
 
 namespace tfm {
@@ -99,24 +98,23 @@ void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
 }
 
 void TransformerImpl::quantize_int8(FloatWeights float_weights, bool shortlist_rows) {
-  // The output layer after the others, whose float weights are gone by then (kDrop); its two
-  // int8 forms side by side.
   quantize_linear_layers_int8(*this, float_weights);
-  std::vector<CostedJob> output{
-      {output_matrix().numel(), [this] { output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix()); }}};
-  if (shortlist_rows && int8_listed_supported(output_matrix().size(1))) {
-    output.push_back({output_matrix().numel(), [this] { output_int8_rows_ = int8_rows(output_matrix()); }});
-  }
-  run_costliest_first(std::move(output));
+  // One quantization of the output matrix for FBGEMM's products and, kept row by row, for a
+  // shortlist's int8 products and a tied model's embeddings (embed_from_output_layer).
+  const bool listed = shortlist_rows && int8_listed_supported(output_matrix().size(1));
+  output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix(), {},
+                           /*keep_int8_rows=*/listed || !output_projection);
+  if (listed) output_int8_rows_ = output_.int8_rows();
 }
 
 bool TransformerImpl::embed_from_output_layer() {
   if (output_projection || output_matrix_dropped()) return false;
   const auto rows = output_.blocked_rows();
   const auto& table = output_matrix();  // [V, D]
-  if (!rows || rows->dtype != table.scalar_type() || rows->rows != table.size(0) || rows->dim != table.size(1)) {
-    return false;
-  }
+  // The same elements, or their int8 form where the model decodes in int8.
+  const bool same_dtype = rows && (rows->dtype == table.scalar_type() ||
+                                   (rows->dtype == torch::kChar && table.scalar_type() == torch::kFloat32));
+  if (!same_dtype || rows->rows != table.size(0) || rows->dim != table.size(1)) return false;
   source_embedding->read_tokens_from(*rows);
   target_embedding->read_tokens_from(*rows);
   torch::NoGradGuard no_grad;

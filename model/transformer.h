@@ -92,21 +92,24 @@ class TransformerImpl : public torch::nn::Module {
   /// from 2 s on, while decoding goes on (runtime/huge_pages.h). With FloatWeights::kDrop the linear layers'
   /// float weights are freed as they are packed (model/linear.h).
   void pack_for_inference(FloatWeights float_weights = FloatWeights::kKeep);
-  /// After pack_for_inference(), in a tied model (§3.4) whose output layer's packed copy holds the
-  /// matrix row by row where its small-row products read it (model/blocked_rows.h): the source
-  /// and target embeddings read their rows there, and the [V, D] table is freed, so the model no
-  /// longer holds the matrix twice. Then neither restrict_output() (a shortlist reads the table)
-  /// nor training can follow. Returns whether it did so.
+  /// After pack_for_inference() or quantize_int8(), in a tied model (§3.4) whose output layer's
+  /// prepared copy holds the matrix row by row (model/blocked_rows.h: where the small-row products
+  /// read it, or its int8 rows): the source and target embeddings read their rows there, and the
+  /// [V, D] table is freed, so the model no longer holds the matrix twice. In int8 the embeddings
+  /// are then those of the quantized matrix, as the output layer's are. Then neither
+  /// restrict_output() (a shortlist reads the table) nor training can follow. Returns whether it
+  /// did so.
   bool embed_from_output_layer();
   /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot),
   /// once that work has ended: waits for it.
   int64_t huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : 0; }
   /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
-  /// which then leaves them as they are. FloatWeights as in pack_for_inference(). With
-  /// `shortlist_rows`, the output matrix is also quantized row by row for a shortlist's products
-  /// (restrict_output; without them a shortlist reads the float rows): 1 byte an element more,
-  /// held for nothing where no shortlist will be used.
+  /// which then leaves them as they are. FloatWeights as in pack_for_inference(). The output
+  /// matrix's int8 rows are kept beside FBGEMM's packing (1 byte an element) where a tied model's
+  /// embeddings may read them (embed_from_output_layer) or, with `shortlist_rows`, a shortlist's
+  /// int8 products (restrict_output; where this CPU has no int8 kernel, a shortlist reads the
+  /// float rows).
   void quantize_int8(FloatWeights float_weights = FloatWeights::kKeep, bool shortlist_rows = true);
   /// The dtype decoding keeps attention keys and values in (DecoderImpl::set_cache_dtype).
   void set_cache_dtype(std::optional<torch::Dtype> dtype) { decoder->set_cache_dtype(dtype); }

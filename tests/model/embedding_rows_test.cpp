@@ -63,7 +63,7 @@ BlockedRows lay_out_by_hand(const torch::Tensor& table, int64_t pair) {
       laid[at] = flat[row * dim + d];
     }
   }
-  return {laid, laid.data_ptr(), table.scalar_type(), rows, dim, padded_dim, block, pair};
+  return {laid, laid.data_ptr(), table.scalar_type(), rows, dim, padded_dim, block, pair, /*scales=*/{}};
 }
 
 TEST(EmbedRows, RowsReadFromAPackedLayoutHaveTheTablesBits) {
@@ -87,6 +87,35 @@ TEST(EmbedRows, RowsReadFromAPackedLayoutHaveTheTablesBits) {
   EXPECT_THROW(embed_rows(lay_out_by_hand(table, 1), torch::tensor(std::vector<int64_t>{150}).view({1, 1}), scale,
                           positions, {0}),
                c10::IndexError);
+}
+
+// int8 rows (an int8 model's output matrix, Int8Weight::rows()) embed as the float32 matrix they
+// stand for: each value times its row's factor, computed here by LibTorch's ops.
+TEST(EmbedRows, Int8RowsHaveTheBitsOfTheirDequantizedMatrix) {
+  torch::NoGradGuard no_grad;
+  const int64_t vocabulary = 70, dim = 40;
+  const double scale = std::sqrt(static_cast<double>(dim));
+  torch::manual_seed(9);
+  const auto values = torch::randint(-127, 128, {vocabulary, dim}, torch::kLong).to(torch::kInt8);
+  const auto factors = torch::rand({vocabulary}) * 0.01 + 1e-4;  // [V] float32
+  const BlockedRows int8{values, values.data_ptr(), torch::kChar, vocabulary, dim, dim, 1, 1, factors};
+  const auto dequantized = values.to(torch::kFloat32) * factors.unsqueeze(1);  // [V, D]
+  const auto ids = torch::tensor(std::vector<int64_t>{0, 69, 5, 33, 12, 33}).view({2, 3});
+  const std::vector<int64_t> rows = {0, 1, 2, 2, 1, 0};
+  const auto positions = random_table(3, dim, torch::kFloat32, 10);
+  ASSERT_TRUE(embed_rows_fit(int8, ids, positions));
+  const auto got = embed_rows(int8, ids, scale, positions, rows);
+  EXPECT_EQ(got.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(got, libtorch_embedding(dequantized, ids, scale, positions, rows)));
+  EXPECT_THROW(embed_rows(int8, torch::tensor(std::vector<int64_t>{70}).view({1, 1}), scale, positions, {0}),
+               c10::IndexError);
+  // Without a factor for every row, or laid out in blocks, they are not read.
+  BlockedRows unscaled = int8;
+  unscaled.scales = factors.narrow(0, 0, vocabulary - 1);
+  EXPECT_FALSE(embed_rows_fit(unscaled, ids, positions));
+  BlockedRows blocked = int8;
+  blocked.block = 64;
+  EXPECT_FALSE(embed_rows_fit(blocked, ids, positions));
 }
 
 TEST(EmbedRows, AnIdOutsideTheTableIsAnIndexError) {

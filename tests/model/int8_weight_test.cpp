@@ -59,6 +59,27 @@ TEST(Int8Weight, QuantizesRowsAsLibTorchsPerChannelQuantizer) {
   EXPECT_TRUE((scaled - scaled.floor() == 0.5).any().item<bool>());
 }
 
+// quantize_int8_rows: each row within half a step of its scale, max |row| / 127, and the sums of
+// its values; an Int8Weight keeps exactly these rows when asked to, and none otherwise.
+TEST(Int8Weight, RowsAreTheMatrixWithinHalfAStepOfTheirScale) {
+  torch::manual_seed(1);
+  const auto matrix = torch::randn({50, 64}) * torch::rand({50, 1}) * 3;
+  const auto rows = quantize_int8_rows(matrix);
+  ASSERT_EQ(rows.values.scalar_type(), torch::kInt8);
+  EXPECT_TRUE(torch::allclose(rows.scales, std::get<0>(matrix.abs().max(1)) / 127));
+  EXPECT_LE(rows.values.abs().max().item<int>(), 127);
+  const auto error = (rows.values.to(torch::kFloat) * rows.scales.unsqueeze(1) - matrix).abs();
+  EXPECT_TRUE(error.le(rows.scales.unsqueeze(1) * 0.5001).all().item<bool>());
+  EXPECT_TRUE(torch::equal(rows.sums, rows.values.to(torch::kInt).sum(1).to(torch::kInt)));
+
+  const Int8Weight kept(matrix, {}, /*keep_rows=*/true);
+  ASSERT_TRUE(kept.rows().defined());
+  EXPECT_TRUE(torch::equal(kept.rows().values, rows.values));
+  EXPECT_TRUE(torch::equal(kept.rows().scales, rows.scales));
+  EXPECT_TRUE(torch::equal(kept.rows().sums, rows.sums));
+  EXPECT_FALSE(Int8Weight(matrix, {}).rows().defined());
+}
+
 // Blocks of 96 rows and panels of 2048 outputs must give, row by row, the bits of LibTorch's
 // product of that row alone: for one row, a few, and several blocks and panels with partial last
 // ones; at 1 and 2 threads.

@@ -1,6 +1,6 @@
 // The shortlist's int8 products (a model decoding in int8, on a CPU with AVX512-VNNI or AVX2)
 // against a float64 reference of the same quantization: each hidden row to 8 bits with its own
-// scale, each matrix row as int8_rows stores it.
+// scale, each matrix row as quantize_int8_rows stores it (model/int8_weight.h).
 #include "model/shortlist_int8.h"
 
 #include <gtest/gtest.h>
@@ -14,18 +14,6 @@
 
 namespace tfm {
 namespace {
-
-TEST(ShortlistInt8, RowsAreTheMatrixWithinHalfAStepOfTheirScale) {
-  torch::manual_seed(1);
-  const auto matrix = torch::randn({50, 64}) * torch::rand({50, 1}) * 3;
-  const auto rows = int8_rows(matrix);
-  ASSERT_EQ(rows.values.scalar_type(), torch::kInt8);
-  EXPECT_TRUE(torch::allclose(rows.scales, std::get<0>(matrix.abs().max(1)) / 127));
-  EXPECT_LE(rows.values.abs().max().item<int>(), 127);
-  const auto error = (rows.values.to(torch::kFloat) * rows.scales.unsqueeze(1) - matrix).abs();
-  EXPECT_TRUE(error.le(rows.scales.unsqueeze(1) * 0.5001).all().item<bool>());
-  EXPECT_TRUE(torch::equal(rows.sums, rows.values.to(torch::kInt).sum(1).to(torch::kInt)));
-}
 
 /// float64 listed logits from the definition: h quantized to round(h / s) with s = max |h| / 127
 /// (in float32, as a CPU rounds it), times each candidate's int8 row and both scales.
@@ -52,7 +40,7 @@ TEST(ShortlistInt8, ListedLogitsAreTheQuantizedRowsProducts) {
   const int64_t vocab = 400, dim = 128;
   torch::manual_seed(2);
   const auto matrix = torch::randn({vocab, dim});
-  const auto rows = int8_rows(matrix);
+  const auto rows = quantize_int8_rows(matrix);
   // Lists of one tile, several, and padding; rows per list in tiles of 4, 2 and 1.
   const std::vector<int64_t> lengths{3, 40, 17};
   auto lists = torch::full({3, 40}, -1, torch::kLong);
@@ -84,7 +72,7 @@ void expect_every_kernel_agrees(int64_t dim) {
   const int64_t vocab = 300;
   const auto kernels = int8_listed_kernels(dim);
   torch::manual_seed(3);
-  const auto rows = int8_rows(torch::randn({vocab, dim}));
+  const auto rows = quantize_int8_rows(torch::randn({vocab, dim}));
   // Two lists, one with padding; 6 rows per list: tiles of 4 and 2 rows.
   auto lists = torch::full({2, 21}, -1, torch::kLong);
   lists[0].copy_(std::get<0>(torch::randperm(vocab).slice(0, 0, 21).sort()));

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "model/embeddings.h"
+#include "model/int8_weight.h"
 #include "model/length_chunks.h"
 #include "model/loss.h"
 #include "runtime/kernels.h"
@@ -503,6 +504,39 @@ TEST(Transformer, EmbeddingsFromThePackedOutputLayerKeepEveryBit) {
   const auto target_in = random_ids(3, 5, config.vocab_size, 12);
   EXPECT_TENSOR_NEAR(freed->forward(source, target_in), kept->forward(source, target_in), 1e-4);
   EXPECT_THROW(freed->restrict_output(freed_state, torch::zeros({3, 4}, torch::kLong)), c10::Error);
+}
+
+// In int8 the embeddings read the output matrix's int8 rows, and the table is freed: a model that
+// keeps its table, set to the dequantized matrix, encodes and decodes to the same bits.
+TEST(Transformer, AnInt8ModelEmbedsFromItsQuantizedOutputMatrix) {
+  torch::NoGradGuard no_grad;
+  auto config = tiny_config();
+  config.vocab_size = 150;
+  auto kept = eval_model(config);
+  auto freed = eval_model(config);
+  const auto rows = quantize_int8_rows(kept->output_matrix());
+  kept->quantize_int8(FloatWeights::kDrop, /*shortlist_rows=*/false);
+  freed->quantize_int8(FloatWeights::kDrop, /*shortlist_rows=*/false);
+  ASSERT_TRUE(freed->embed_from_output_layer());
+  EXPECT_EQ(freed->output_matrix().numel(), 0);
+  EXPECT_EQ(freed->target_embedding->tokens->weight.numel(), 0);
+  // The tied table, read only by kept's embeddings now that its output layer is quantized.
+  kept->source_embedding->tokens->weight.copy_(rows.values.to(torch::kFloat32) * rows.scales.unsqueeze(1));
+
+  const auto source = random_ids(3, 7, config.vocab_size, 13);
+  const auto kept_encoded = kept->encode(source);
+  const auto freed_encoded = freed->encode(source);
+  EXPECT_TRUE(torch::equal(freed_encoded.memory, kept_encoded.memory));
+  auto kept_state = kept->start_decoding(kept_encoded);
+  auto freed_state = freed->start_decoding(freed_encoded);
+  auto tokens = torch::full({3}, kBosId, torch::kLong);
+  for (int step = 0; step < 4; ++step) {
+    const auto expected = kept->step(tokens, kept_state);  // [3, V]
+    const auto got = freed->step(tokens, freed_state);
+    ASSERT_TRUE(torch::equal(got, expected)) << "step " << step;
+    tokens = expected.argmax(1);
+    tokens.index_put_({tokens < kNumSpecialIds}, kNumSpecialIds);
+  }
 }
 
 TEST(Transformer, AnUntiedOrUnpackedModelKeepsItsTable) {

@@ -115,6 +115,29 @@ TEST(Translator, AModelPreparedInPlaceFreesItsTiedTable) {
   }
 }
 
+// In int8 the tied table goes too (the embeddings read the output matrix's int8 rows: model/
+// transformer.h), on every CPU; the caller's model keeps its own, and its copy translates alike.
+TEST(Translator, AnInt8TranslatorFreesItsTiedTable) {
+  Fixture f;
+  auto options = short_outputs();
+  options.quantize_int8 = true;
+  std::vector<Transformer> alone{Fixture::make_model(f.tokenizer.vocab_size())};
+  const std::weak_ptr<TransformerImpl> watch = alone.front().ptr();
+  Translator in_place(std::move(alone), f.tokenizer, options, torch::kCPU);
+  Translator from_copy({f.model}, f.tokenizer, options, torch::kCPU);
+  EXPECT_EQ(watch.lock()->output_matrix().numel(), 0);
+  EXPECT_EQ(f.model->output_matrix().size(0), f.tokenizer.vocab_size());
+  const std::vector<std::string> lines = {"one cats .", "zwei", "three cats"};
+  const auto ours = in_place.translate(lines);
+  const auto theirs = from_copy.translate(lines);
+  ASSERT_EQ(ours.size(), lines.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    ASSERT_FALSE(ours[i].nbest.empty());
+    EXPECT_EQ(ours[i].nbest[0].ids, theirs[i].nbest[0].ids);
+    EXPECT_EQ(ours[i].nbest[0].score, theirs[i].nbest[0].score);
+  }
+}
+
 TEST(Translator, OneOutputPerLineEvenForOddInput) {
   Fixture f;
   auto options = short_outputs();
