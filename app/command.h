@@ -21,6 +21,7 @@ void add_average_command(CLI::App& app, CommandAction& action);
 void add_plot_command(CLI::App& app, CommandAction& action);
 void add_shortlist_command(CLI::App& app, CommandAction& action);
 void add_serve_command(CLI::App& app, CommandAction& action);
+void add_quantize_command(CLI::App& app, CommandAction& action);
 
 /// Thrown by a command that stopped on SIGINT/SIGTERM after saving its work (exit code 130).
 class Interrupted : public std::runtime_error {

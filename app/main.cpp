@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   tfm::add_eval_command(app, action);
   tfm::add_average_command(app, action);
   tfm::add_shortlist_command(app, action);
+  tfm::add_quantize_command(app, action);
   tfm::add_serve_command(app, action);
   tfm::add_plot_command(app, action);
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();  // global flags after the command

@@ -7,6 +7,7 @@
 
 #include "model/model_file.h"
 #include "runtime/allocator.h"
+#include "text/option_names.h"
 
 namespace tfm {
 
@@ -27,7 +28,6 @@ LoadedModels load_models(const std::vector<std::string>& paths, const torch::Dev
       throw std::invalid_argument(path + ": its tokenizer differs from " + paths.front() +
                                   "'s; ensemble members must share one vocabulary");
     }
-    spdlog::info("loaded {} ({} layers, d_model {})", path, loaded.config.encoder_layers, loaded.config.d_model);
     loaded.model->eval();  // loaded to translate: never trained here
     models.push_back(loaded.model);
   }
@@ -45,10 +45,29 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   const auto device = resolve(runtime);
   // int8 computes from float32 weights: with --quantize int8, auto means float32.
   const std::string dtype = options.quantize_int8 && decoding.dtype == "auto" ? "float32" : decoding.dtype;
-  const PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
+  PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
   options.precision = precision.precision;
   validate(options);
   auto loaded = load_models(paths, device, decoding.shortlist);
+  const auto int8_file = std::find_if(loaded.models.begin(), loaded.models.end(),
+                                      [](const Transformer& model) { return model->loaded_in_int8(); });
+  if (int8_file != loaded.models.end() && !options.quantize_int8) {
+    // An int8 model file decodes in int8, as if --quantize int8 had been given.
+    const auto& path = paths[static_cast<size_t>(int8_file - loaded.models.begin())];
+    if (decoding.dtype != "auto" && decoding.dtype != "float32") {
+      throw std::invalid_argument(path + ": an int8 model file decodes with " + option_name("dtype") +
+                                  " float32 (or auto), not " + decoding.dtype);
+    }
+    options.quantize_int8 = true;
+    precision = choose_precision("float32", device, probe_precision_support());
+    options.precision = precision.precision;
+    validate(options);
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const ModelConfig& config = loaded.models[i]->config();
+    spdlog::info("loaded {} ({} layers, d_model {}{})", paths[i], config.encoder_layers, config.d_model,
+                 loaded.models[i]->loaded_in_int8() ? ", int8 model file" : "");
+  }
   if (decoding.shortlist) {
     spdlog::info(
         "shortlist: {} frequent subwords, {} candidates in all, left-out probability corrected by {:+.4f} nats",

@@ -90,7 +90,7 @@ void run_shortlist(const ShortlistCommandOptions& options) {
   validate(options.shortlist);
   if (options.max_pairs < 0) throw std::invalid_argument("--max-pairs must be >= 0");
   if (options.calibration_pairs < 0) throw std::invalid_argument("--calibration-pairs must be >= 0");
-  auto loaded = load_model_file(options.model, torch::kCPU);
+  auto loaded = load_float_model_file(options.model, torch::kCPU, "a shortlist (its calibration)");
   const auto tokenizer = Tokenizer::from_serialized(loaded.tokenizer_proto, options.model);
   ShortlistBuilder builder(loaded.config.vocab_size);
   ParallelTextReader reader = open_corpus(options.train);

@@ -4,7 +4,8 @@ start to its exit (what a user waits for with `echo ... | tfm translate`), for o
 builds side by side in alternating rounds, and CTranslate2 for reference.
 
 usage: startup.py MODEL SOURCE --tfm LABEL=PATH [--tfm LABEL=PATH ...] [--rounds 7]
-                  [--mode LABEL=FLAGS ...] [--ct2-python PY --ct2-dir DIR --spm SPM]
+                  [--mode LABEL=FLAGS ...] [--mode-model LABEL=PATH ...]
+                  [--ct2-python PY --ct2-dir DIR --spm SPM]
 
 CTranslate2 runs in a Python process of its own: its wall time includes the interpreter and the
 import of ctranslate2 (printed apart, "ct2 load+translate", from inside the process).
@@ -67,6 +68,8 @@ def main():
     parser.add_argument("--tfm", action="append", required=True, help="LABEL=PATH of a tfm binary")
     parser.add_argument("--mode", action="append", default=[],
                         help="LABEL=FLAGS for tfm translate (default: default= and int8=--quantize int8)")
+    parser.add_argument("--mode-model", action="append", default=[],
+                        help="LABEL=PATH: the model file that mode translates with instead of MODEL (an int8 model file)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--ct2-python")
     parser.add_argument("--ct2-dir")
@@ -76,6 +79,7 @@ def main():
         sentence = f.readline().rstrip("\n")
     builds = [spec.split("=", 1) for spec in args.tfm]
     modes = [spec.split("=", 1) for spec in (args.mode or ["default=", "int8=--quantize int8"])]
+    models = dict(spec.split("=", 1) for spec in args.mode_model)
     print(f"CPU: {cpu_model()}; bf16 native: {'yes' if bf16_native() else 'no'}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.rounds} alternating rounds")
     print(f"sentence: {sentence}")
@@ -83,7 +87,7 @@ def main():
     for _ in range(args.rounds):
         for mode, flags in modes:
             for label, path in builds:
-                command = [path, "translate", "--model", args.model, *flags.split()]
+                command = [path, "translate", "--model", models.get(mode, args.model), *flags.split()]
                 wall, peak, _, _ = run(command, sentence + "\n")
                 results.setdefault((mode, label), []).append((wall, peak))
             if args.ct2_python and mode in ("default", "int8"):

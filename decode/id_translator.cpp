@@ -109,6 +109,16 @@ Transformer copy_of(const Transformer& model) {
 /// output matrix and its [V, D] table is freed (TransformerImpl::embed_from_output_layer).
 Transformer ready_for_inference(const Transformer& model, const torch::Device& device, torch::ScalarType dtype,
                                 bool quantize_int8, bool shortlist) {
+  if (model->loaded_in_int8()) {
+    // Prepared as it was read (an int8 model file): only a shortlist asks for more.
+    if (!device.is_cpu() || dtype != torch::kFloat32 || !quantize_int8) {
+      throw std::invalid_argument("an int8 model file decodes in int8 on the CPU (" + option_name("quantize") +
+                                  " int8, " + option_name("dtype") + " float32, " + option_name("device") + " cpu)");
+    }
+    Transformer shared = model;  // only read, and by a shortlist given back its float matrix
+    if (shortlist) shared->restore_output_matrix_from_int8();
+    return shared;
+  }
   const bool pack = packs_weights(device, dtype);
   bool matches = !quantize_int8 && !pack;
   for (const auto& parameter : model->parameters()) {
@@ -174,6 +184,9 @@ void validate(const TranslatorOptions& options) {
 IdTranslator::IdTranslator(std::vector<Transformer> models, const TranslatorOptions& options,
                            const torch::Device& device, Shortlist shortlist)
     : models_(std::move(models)), shortlist_(std::move(shortlist)), options_(options), device_(device) {
+  // A model from an int8 model file decodes in int8 whatever was asked (ready_for_inference
+  // refuses another device or dtype); the rest of an ensemble is then quantized to match.
+  for (const auto& model : models_) options_.quantize_int8 = options_.quantize_int8 || model->loaded_in_int8();
   validate(options_);
   check_supported(options_.precision, device_);
   if (models_.empty()) throw std::invalid_argument("no model to translate with");

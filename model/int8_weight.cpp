@@ -97,6 +97,25 @@ torch::Tensor quantize_rows_int8(const torch::Tensor& rows, const torch::Tensor&
   return quantized;
 }
 
+Int8Rows int8_rows_from(const torch::Tensor& values, const torch::Tensor& scales) {
+  TORCH_CHECK(values.dim() == 2 && values.is_cpu() && values.scalar_type() == torch::kInt8 && values.is_contiguous(),
+              "int8_rows_from: contiguous [out, in] int8 values on the CPU expected");
+  // Summed here: LibTorch's sum to int32 would first widen all of `values` to int32.
+  auto sums = torch::empty({values.size(0)}, torch::kInt);  // [out]
+  const int64_t in = values.size(1);
+  const auto* value = values.data_ptr<int8_t>();
+  auto* sum = sums.data_ptr<int32_t>();
+  at::parallel_for(0, values.size(0), std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t i = begin; i < end; ++i) {
+                       int32_t total = 0;
+                       for (int64_t k = 0; k < in; ++k) total += value[i * in + k];
+                       sum[i] = total;
+                     }
+                   });
+  return {values, scales, sums};
+}
+
 Int8Rows quantize_int8_rows(const torch::Tensor& rows) {
   TORCH_CHECK(rows.dim() == 2 && rows.is_cpu() && rows.scalar_type() == torch::kFloat32,
               "quantize_int8_rows: a [out, in] float32 CPU matrix expected");
@@ -110,33 +129,34 @@ Int8Rows quantize_int8_rows(const torch::Tensor& rows) {
   // scales no value rounds beyond 127 in magnitude.
   const auto scales = (torch::max(highest, -lowest) / 127.0).clamp_min(1e-12).contiguous();  // [out]
   const auto values = quantize_rows_int8(matrix, scales);                                    // [out, in] int8
-  // Summed here: LibTorch's sum to int32 would first widen all of `values` to int32.
-  auto sums = torch::empty({matrix.size(0)}, torch::kInt);  // [out]
-  const int64_t in = matrix.size(1);
-  const auto* value = values.data_ptr<int8_t>();
-  auto* sum = sums.data_ptr<int32_t>();
-  at::parallel_for(0, matrix.size(0), std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t i = begin; i < end; ++i) {
-                       int32_t total = 0;
-                       for (int64_t k = 0; k < in; ++k) total += value[i * in + k];
-                       sum[i] = total;
-                     }
-                   });
-  return {values, scales, sums};
+  return int8_rows_from(values, scales);
 }
 
-Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows) {
-  if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32) {
-    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
-                                " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
-  }
+Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows)
+    : Int8Weight(
+          [&] {
+            if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32 || weight.dim() != 2) {
+              throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" +
+                                          option_name("quantize") + " int8 with " + option_name("dtype") + " float32 " +
+                                          option_name("device") + " cpu)");
+            }
+            return quantize_int8_rows(weight);
+          }(),
+          bias, keep_rows) {}
+
+Int8Weight::Int8Weight(const Int8Rows& rows, const torch::Tensor& bias, bool keep_rows) {
+  const auto& v = rows.values;
+  const bool fits = v.defined() && v.is_cpu() && v.scalar_type() == torch::kInt8 && v.dim() == 2 && v.is_contiguous() &&
+                    rows.scales.defined() && rows.scales.is_cpu() && rows.scales.scalar_type() == torch::kFloat32 &&
+                    rows.scales.is_contiguous() && rows.scales.dim() == 1 && rows.scales.size(0) == v.size(0) &&
+                    rows.sums.defined() && rows.sums.is_cpu() && rows.sums.scalar_type() == torch::kInt32 &&
+                    rows.sums.is_contiguous() && rows.sums.dim() == 1 && rows.sums.size(0) == v.size(0);
+  if (!fits) throw std::invalid_argument("Int8Weight: int8 rows [out, in] with float32 scales and int32 sums [out]");
   torch::NoGradGuard no_grad;
   auto packed = std::make_shared<Packed>();
-  packed->out = weight.size(0);
-  packed->in = weight.size(1);
-  auto rows = quantize_int8_rows(weight);
-  const auto* values = rows.values.data_ptr<int8_t>();
+  packed->out = v.size(0);
+  packed->in = v.size(1);
+  const auto* values = v.data_ptr<int8_t>();
   const auto in = static_cast<int32_t>(packed->in), out = static_cast<int32_t>(packed->out);
   for (int32_t first = 0; first < out; first += kPanelColumns) {
     Packed::Panel panel;
@@ -152,7 +172,7 @@ Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, b
   const auto* sums = rows.sums.data_ptr<int32_t>();
   packed->column_sums.assign(sums, sums + out);
   if (bias.defined()) packed->bias = bias.detach().to(torch::kFloat32).contiguous();
-  if (keep_rows) packed->rows = std::move(rows);
+  if (keep_rows) packed->rows = rows;
   packed_ = std::move(packed);
 }
 

@@ -27,6 +27,10 @@ struct Int8Rows {
 /// them for scales of max |row| / 127.
 Int8Rows quantize_int8_rows(const torch::Tensor& rows);
 
+/// values: [out, in] int8 (contiguous, CPU), scales: [out] float32 -> their Int8Rows, each row's
+/// sum computed here.
+Int8Rows int8_rows_from(const torch::Tensor& values, const torch::Tensor& scales);
+
 /// A linear layer's weight quantized once to int8 for CPU inference, one scale per output row,
 /// and packed for FBGEMM's int8 product. linear() quantizes its input per call (7-bit range, which
 /// AVX2's int8 multiply-add cannot overflow), accumulates in int32 and returns float32: the
@@ -40,6 +44,9 @@ class Int8Weight {
   /// With `keep_rows`, rows() keeps the quantized weight row by row beside FBGEMM's packing (1 byte
   /// an element more); without, they are freed once packed.
   Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows = false);
+  /// The same from a weight already quantized (quantize_int8_rows; an int8 model file's): values
+  /// [out, in] int8, scales [out] float32, sums [out] int32 on the CPU, else std::invalid_argument.
+  Int8Weight(const Int8Rows& rows, const torch::Tensor& bias, bool keep_rows = false);
 
   bool defined() const { return packed_ != nullptr; }
   /// x: [..., in] float32 -> x W^T + b, [..., out] float32; with `relu`, max(0, x W^T + b), taken

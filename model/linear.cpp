@@ -35,7 +35,18 @@ torch::Tensor LinearImpl::forward_relu(const torch::Tensor& x) {
   return torch::relu(forward(x));
 }
 
-void LinearImpl::quantize_int8() { prepared_ = PreparedWeight(PreparedWeight::Form::kInt8, weight, bias); }
+void LinearImpl::quantize_int8() {
+  if (is_quantized()) return;  // from an int8 model file (load_int8): its float weight is gone
+  prepared_ = PreparedWeight(PreparedWeight::Form::kInt8, weight, bias);
+}
+
+void LinearImpl::load_int8(const Int8Rows& rows) {
+  TORCH_CHECK(rows.values.defined() && rows.values.size(0) == options.out_features() &&
+                  rows.values.size(1) == options.in_features(),
+              "Linear::load_int8: rows of another shape");
+  prepared_ = PreparedWeight(rows, bias, /*keep_int8_rows=*/false);
+  drop_float_weight();
+}
 
 void LinearImpl::pack_for_inference() {
   if (is_quantized() || !PackedWeight::supported(weight)) return;

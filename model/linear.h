@@ -30,6 +30,9 @@ class LinearImpl : public torch::nn::Module {
   /// Packs the current weights for the int8 path (call after loading them). Throws
   /// std::invalid_argument unless the weights are float32 on the CPU.
   void quantize_int8();
+  /// The int8 path from a weight already quantized (an int8 model file's), `bias` as loaded; the
+  /// float weight is freed (drop_float_weight). quantize_int8() then leaves the layer as it is.
+  void load_int8(const Int8Rows& rows);
   bool is_quantized() const { return prepared_.form() == PreparedWeight::Form::kInt8; }
   /// CPU inference in float32 or bfloat16: lays W out once for oneDNN (model/packed_weight.h);
   /// forward() then uses it. The weights must not change afterwards. No-op where unsupported.

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -20,6 +21,8 @@
 
 #include <torch/torch.h>
 
+#include "model/int8_weight.h"
+#include "model/linear.h"
 #include "model/parameter_init.h"
 #include "model/zip_checksums.h"
 #include "runtime/crc32.h"
@@ -82,6 +85,22 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(Transformer& mode
   return state;
 }
 
+/// The names of the weights an int8 model file stores quantized: every linear layer's weight and
+/// the output matrix (a tied model's token table), the matrices --quantize int8 quantizes.
+std::set<std::string> int8_weight_names(Transformer& model) {
+  std::set<std::string> names;
+  for (const auto& item : model->named_modules()) {
+    if (item.value()->as<LinearImpl>() != nullptr) names.insert(item.key() + ".weight");
+  }
+  for (const auto& item : model->named_parameters()) {
+    if (item.value().is_same(model->output_matrix())) names.insert(item.key());
+  }
+  return names;
+}
+
+/// The name an int8 weight's row scales are stored under, beside its values.
+std::string scale_name(const std::string& weight_name) { return weight_name + ".scale"; }
+
 torch::Tensor bytes_to_tensor(const std::string& bytes) {
   auto tensor = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
   std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
@@ -143,14 +162,15 @@ double minimum_parameters(const ModelConfig& c) {
   return static_cast<double>(c.vocab_size) * d + per_layer * static_cast<double>(c.encoder_layers + c.decoder_layers);
 }
 
-void check_config_fits(const ModelConfig& config, const std::string& origin, uint64_t file_bytes) {
+void check_config_fits(const ModelConfig& config, const std::string& origin, uint64_t file_bytes,
+                       double bytes_per_parameter) {
   try {
     validate(config);
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(origin + ": damaged model config (" + error.what() + ")");
   }
-  // 2 bytes per parameter: the narrowest dtype a model file can hold (bf16/fp16).
-  if (2.0 * minimum_parameters(config) > static_cast<double>(file_bytes)) {
+  // The narrowest dtype a model file can hold: 2 bytes (bf16/fp16), 1 in an int8 model file.
+  if (bytes_per_parameter * minimum_parameters(config) > static_cast<double>(file_bytes)) {
     throw std::runtime_error(origin + ": damaged model config (it describes a model larger than the " +
                              std::to_string(file_bytes) + "-byte file)");
   }
@@ -171,17 +191,75 @@ void adopt_or_copy(torch::Tensor& tensor, const torch::Tensor& stored, std::set<
   }
 }
 
-void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json& checksums, Transformer& model,
-                  const std::string& origin) {
+/// Throws unless `stored` matches its checksum in `checksums` (null: a file from before checksums).
+void check_checksum(const nlohmann::json& checksums, const std::string& name, const torch::Tensor& stored,
+                    const std::string& origin) {
+  // Files written before checksums existed have none; every file written since has one per tensor.
+  if (!checksums.is_null() && (!checksums.contains(name) || !checksums[name].is_number_integer() ||
+                               checksums[name].get<int64_t>() != static_cast<int64_t>(tensor_crc32(stored)))) {
+    throw std::runtime_error(origin + ": tensor " + name + " is damaged (its checksum does not match; the file " +
+                             "was changed or corrupted after it was written)");
+  }
+}
+
+/// Reads tensor `name` of `weights` (std::runtime_error naming it where it is missing or its
+/// storage is short).
+torch::Tensor read_tensor(torch::serialize::InputArchive& weights, const std::string& name, const std::string& origin) {
+  torch::Tensor stored;
+  if (!weights.try_read(name, stored)) {
+    throw std::runtime_error(origin + ": missing tensor " + name + " (the file does not match its own config)");
+  }
+  check_storage(stored, origin + ": tensor " + name);
+  return stored;
+}
+
+/// An int8 model file's weight `name` of `shape` [out, in]: int8 values within [-127, 127] and
+/// positive finite float32 scales [out].
+Int8Rows read_int8_weight(torch::serialize::InputArchive& weights, const nlohmann::json& checksums,
+                          const std::string& name, at::IntArrayRef shape, const std::string& origin) {
+  const auto values = read_tensor(weights, name, origin);
+  const auto scales = read_tensor(weights, scale_name(name), origin);
+  if (values.scalar_type() != torch::kInt8 || values.sizes() != shape) {
+    throw std::runtime_error(origin + ": tensor " + name + " should be int8 of shape " + shape_string(shape) +
+                             " in an int8 model file, not " + std::string(c10::toString(values.scalar_type())) + " " +
+                             shape_string(values.sizes()));
+  }
+  if (scales.scalar_type() != torch::kFloat32 || scales.dim() != 1 || scales.size(0) != shape[0]) {
+    throw std::runtime_error(origin + ": tensor " + scale_name(name) + " should be float32 of shape [" +
+                             std::to_string(shape[0]) + "]");
+  }
+  check_checksum(checksums, name, values, origin);
+  check_checksum(checksums, scale_name(name), scales, origin);
+  const auto contiguous_values = values.contiguous();
+  const auto contiguous_scales = scales.contiguous();
+  if (contiguous_values.numel() > 0 && contiguous_values.min().item<int>() < -127) {
+    throw std::runtime_error(origin + ": tensor " + name + " holds -128, outside an int8 weight's [-127, 127]");
+  }
+  if (!(contiguous_scales.isfinite().all().item<bool>() && contiguous_scales.gt(0).all().item<bool>())) {
+    throw std::runtime_error(origin + ": tensor " + scale_name(name) +
+                             " holds a scale that is not positive and finite");
+  }
+  return int8_rows_from(contiguous_values, contiguous_scales);
+}
+
+/// Loads every parameter and buffer of `model` from `weights`. In an int8 model file
+/// (`int8_names` not empty) those weights are read quantized and returned by name, their float
+/// parameters left as they are.
+std::map<std::string, Int8Rows> load_weights(torch::serialize::InputArchive& weights, const nlohmann::json& checksums,
+                                             Transformer& model, const std::set<std::string>& int8_names,
+                                             const std::string& origin) {
   torch::NoGradGuard no_grad;
   std::set<const void*> adopted;
   std::set<std::string> expected;
+  std::map<std::string, Int8Rows> int8;
   for (auto& [name, tensor] : named_state(model)) {
     expected.insert(name);
-    torch::Tensor stored;
-    if (!weights.try_read(name, stored)) {
-      throw std::runtime_error(origin + ": missing tensor " + name + " (the file does not match its own config)");
+    if (int8_names.count(name) != 0) {
+      expected.insert(scale_name(name));
+      int8[name] = read_int8_weight(weights, checksums, name, tensor.sizes(), origin);
+      continue;
     }
+    const auto stored = read_tensor(weights, name, origin);
     if (!stored.is_floating_point()) {
       throw std::runtime_error(origin + ": tensor " + name + " holds " +
                                std::string(c10::toString(stored.scalar_type())) + ", not floating-point weights");
@@ -190,34 +268,58 @@ void load_weights(torch::serialize::InputArchive& weights, const nlohmann::json&
       throw std::runtime_error(origin + ": tensor " + name + " has shape " + shape_string(stored.sizes()) +
                                ", the model built from its config expects " + shape_string(tensor.sizes()));
     }
-    check_storage(stored, origin + ": tensor " + name);
-    // Files written before checksums existed have none; every file written since has one per tensor.
-    if (!checksums.is_null() && (!checksums.contains(name) || !checksums[name].is_number_integer() ||
-                                 checksums[name].get<int64_t>() != static_cast<int64_t>(tensor_crc32(stored)))) {
-      throw std::runtime_error(origin + ": tensor " + name + " is damaged (its checksum does not match; the file " +
-                               "was changed or corrupted after it was written)");
-    }
+    check_checksum(checksums, name, stored, origin);
     adopt_or_copy(tensor, stored, adopted);
   }
   for (const auto& key : weights.keys()) {
     if (expected.count(key) == 0) throw std::runtime_error(origin + ": unexpected tensor " + key);
   }
+  return int8;
+}
+
+/// Prepares `model` from an int8 model file's quantized weights (load_weights): each linear layer
+/// and the output matrix, as --quantize int8 would have quantized them.
+void prepare_int8(Transformer& model, const std::map<std::string, Int8Rows>& int8) {
+  std::string output_name;
+  for (const auto& item : model->named_parameters()) {
+    if (item.value().is_same(model->output_matrix())) output_name = item.key();
+  }
+  for (const auto& item : model->named_modules()) {
+    auto* linear = item.value()->as<LinearImpl>();
+    if (linear != nullptr) linear->load_int8(int8.at(item.key() + ".weight"));
+  }
+  model->load_int8_output(int8.at(output_name));
 }
 
 }  // namespace
 
 void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto,
-                 const Shortlist& shortlist) {
+                 const Shortlist& shortlist, ModelFileWeights stored_as) {
+  if (model->loaded_in_int8()) {
+    throw std::invalid_argument("a model read from an int8 model file holds no float weights to write");
+  }
   archive.write("format", c10::IValue(std::string(kMagic)));
   archive.write("format_version", c10::IValue(kModelFormatVersion));
   archive.write("model_config", c10::IValue(nlohmann::json(model->config()).dump()));
   archive.write("tokenizer", bytes_to_tensor(tokenizer_proto));
+  const bool int8 = stored_as == ModelFileWeights::kInt8;
+  if (int8) archive.write("quantization", c10::IValue(std::string("int8")));
+  const auto int8_names = int8 ? int8_weight_names(model) : std::set<std::string>();
   torch::serialize::OutputArchive weights;
   nlohmann::json checksums = nlohmann::json::object();
+  const auto add = [&](const std::string& name, const torch::Tensor& tensor) {
+    weights.write(name, tensor);
+    checksums[name] = static_cast<int64_t>(tensor_crc32(tensor));
+  };
   for (const auto& [name, tensor] : named_state(model)) {
     const auto cpu = tensor.detach().to(torch::kCPU);
-    weights.write(name, cpu);
-    checksums[name] = static_cast<int64_t>(tensor_crc32(cpu));
+    if (int8_names.count(name) == 0) {
+      add(name, cpu);
+      continue;
+    }
+    const auto rows = quantize_int8_rows(cpu.to(torch::kFloat32));
+    add(name, rows.values);
+    add(scale_name(name), rows.scales);
   }
   archive.write("weights", weights);
   archive.write("weights_crc32", c10::IValue(checksums.dump()));
@@ -243,7 +345,15 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(origin + ": unreadable model config (" + error.what() + ")");
   }
-  check_config_fits(loaded.config, origin, file_bytes);
+  c10::IValue quantization;
+  const bool int8 = archive.try_read("quantization", quantization);
+  if (int8 && (!quantization.isString() || quantization.toStringRef() != "int8")) {
+    throw std::runtime_error(origin + ": unknown quantization (this build reads int8 model files)");
+  }
+  check_config_fits(loaded.config, origin, file_bytes, int8 ? 1.0 : 2.0);
+  if (int8 && !device.is_cpu()) {
+    throw std::runtime_error(origin + ": an int8 model file decodes on the CPU (" + device.str() + " asked)");
+  }
   torch::Tensor tokenizer;
   if (!archive.try_read("tokenizer", tokenizer) || tokenizer.scalar_type() != torch::kUInt8 || tokenizer.dim() != 1) {
     throw std::runtime_error(origin + ": not a tfm model file (no tokenizer)");
@@ -264,7 +374,12 @@ LoadedModel read_model(torch::serialize::InputArchive& archive, const std::strin
       throw std::runtime_error(origin + ": damaged weight checksums");
     }
   }
-  load_weights(weights, checksums, loaded.model, origin);
+  const auto int8_rows = load_weights(weights, checksums, loaded.model,
+                                      int8 ? int8_weight_names(loaded.model) : std::set<std::string>(), origin);
+  if (int8) {
+    loaded.model->eval();  // it can only translate
+    prepare_int8(loaded.model, int8_rows);
+  }
   torch::serialize::InputArchive shortlist;
   if (archive.try_read("shortlist", shortlist)) {
     loaded.shortlist = Shortlist::read(shortlist, loaded.config.vocab_size, origin);
@@ -320,9 +435,9 @@ void save_archive(torch::serialize::OutputArchive& archive, const std::string& p
 }
 
 void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
-                     const Shortlist& shortlist) {
+                     const Shortlist& shortlist, ModelFileWeights stored_as) {
   torch::serialize::OutputArchive archive;
-  write_model(archive, model, tokenizer_proto, shortlist);
+  write_model(archive, model, tokenizer_proto, shortlist, stored_as);
   save_archive(archive, path);
 }
 
@@ -335,6 +450,16 @@ LoadedModel load_model_file(const std::string& path, const torch::Device& device
     const std::string message = error.what_without_backtrace();
     throw std::runtime_error(path + ": not a tfm model file (" + message.substr(0, message.find('\n')) + ")");
   }
+}
+
+LoadedModel load_float_model_file(const std::string& path, const torch::Device& device, const std::string& purpose) {
+  // (On another device than the CPU, read_model refuses an int8 model file itself.)
+  auto loaded = load_model_file(path, device);
+  if (loaded.model->loaded_in_int8()) {
+    throw std::runtime_error(path + ": an int8 model file, which only translates; " + purpose +
+                             " needs the float model it was quantized from");
+  }
+  return loaded;
 }
 
 }  // namespace tfm

@@ -22,11 +22,21 @@ struct LoadedModel {
   Shortlist shortlist;          // empty unless the file has one (`tfm shortlist`)
 };
 
+/// How a model file stores its weights.
+enum class ModelFileWeights {
+  kAsTheyAre,  // float32 or bfloat16, as the model holds them
+  /// Every linear layer's weight and the output matrix quantized to int8 as `--quantize int8`
+  /// quantizes them at load (int8 values, one float32 scale per row), the rest in float32: a
+  /// quarter of the bytes, read into a model that decodes in int8 on the CPU and only that
+  /// (TransformerImpl::loaded_in_int8), with the translations of --quantize int8.
+  kInt8,
+};
+
 /// Writes the format header, the config (JSON), the tokenizer and every parameter and buffer
 /// into `archive`, and the shortlist unless it is empty. Training adds its own state to the same
-/// archive (checkpoints).
+/// archive (checkpoints). std::invalid_argument for a model read from an int8 model file.
 void write_model(torch::serialize::OutputArchive& archive, Transformer& model, const std::string& tokenizer_proto,
-                 const Shortlist& shortlist = Shortlist());
+                 const Shortlist& shortlist = Shortlist(), ModelFileWeights stored_as = ModelFileWeights::kAsTheyAre);
 
 /// Rebuilds the model from its config and loads its weights (on `device`). Throws
 /// std::runtime_error naming `origin` for a wrong format version, a missing or unexpected
@@ -56,7 +66,11 @@ void save_archive(torch::serialize::OutputArchive& archive, const std::string& p
 
 /// Convenience for model-only files: write_model + save_archive, open_archive + read_model.
 void save_model_file(const std::string& path, Transformer& model, const std::string& tokenizer_proto,
-                     const Shortlist& shortlist = Shortlist());
+                     const Shortlist& shortlist = Shortlist(),
+                     ModelFileWeights stored_as = ModelFileWeights::kAsTheyAre);
 LoadedModel load_model_file(const std::string& path, const torch::Device& device);
+/// load_model_file for work that needs the float weights (`purpose`: training, averaging, a
+/// shortlist): std::runtime_error naming `path` for an int8 model file.
+LoadedModel load_float_model_file(const std::string& path, const torch::Device& device, const std::string& purpose);
 
 }  // namespace tfm

@@ -20,6 +20,9 @@ PreparedWeight::PreparedWeight(Form form, const torch::Tensor& weight, const tor
   }
 }
 
+PreparedWeight::PreparedWeight(const Int8Rows& rows, const torch::Tensor& bias, bool keep_int8_rows)
+    : form_(Form::kInt8), int8_(rows, bias, keep_int8_rows) {}
+
 torch::Tensor PreparedWeight::linear(const torch::Tensor& x) const {
   switch (form_) {
     case Form::kPlain: return torch::nn::functional::linear(x, weight_, bias_);

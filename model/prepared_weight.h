@@ -19,6 +19,8 @@ class PreparedWeight {
   /// kOneDnn needs PackedWeight::supported(weight); kInt8 a float32 CPU weight, and with
   /// `keep_int8_rows` keeps the quantized rows readable (int8_rows(), blocked_rows()).
   PreparedWeight(Form form, const torch::Tensor& weight, const torch::Tensor& bias = {}, bool keep_int8_rows = false);
+  /// kInt8 from a weight already quantized (Int8Weight's second constructor).
+  PreparedWeight(const Int8Rows& rows, const torch::Tensor& bias, bool keep_int8_rows);
 
   bool defined() const { return form_ != Form::kNone; }
   Form form() const { return form_; }

@@ -99,12 +99,43 @@ void TransformerImpl::pack_for_inference(FloatWeights float_weights) {
 
 void TransformerImpl::quantize_int8(FloatWeights float_weights, bool shortlist_rows) {
   quantize_linear_layers_int8(*this, float_weights);
+  if (loaded_in_int8_) return;  // its output matrix too came quantized (load_int8_output)
   // One quantization of the output matrix for FBGEMM's products and, kept row by row, for a
   // shortlist's int8 products and a tied model's embeddings (embed_from_output_layer).
-  const bool listed = shortlist_rows && int8_listed_supported(output_matrix().size(1));
   output_ = PreparedWeight(PreparedWeight::Form::kInt8, output_matrix(), {},
-                           /*keep_int8_rows=*/listed || !output_projection);
-  if (listed) output_int8_rows_ = output_.int8_rows();
+                           /*keep_int8_rows=*/shortlist_rows || !output_projection);
+  if (shortlist_rows) {
+    if (int8_listed_supported(output_matrix().size(1))) output_int8_rows_ = output_.int8_rows();
+    // A shortlist estimates what the tokens it leaves out weigh from their rows of the output
+    // matrix: the rows this model's products read, its int8 form, not the float matrix.
+    hold_output_matrix_as_its_int8_form();
+  }
+}
+
+void TransformerImpl::hold_output_matrix_as_its_int8_form() {
+  const Int8Rows& rows = output_.int8_rows();
+  torch::NoGradGuard no_grad;
+  const auto matrix = rows.values.to(torch::kFloat32) * rows.scales.unsqueeze(1);  // [V, D]
+  // A tied model's embeddings read the same table: the int8 form's rows too, as they read them
+  // from the int8 rows once the table is freed (embed_from_output_layer).
+  (output_projection ? output_projection->weight : target_embedding->tokens->weight).set_data(matrix);
+}
+
+void TransformerImpl::load_int8_output(const Int8Rows& rows) {
+  const int64_t dim = output_matrix().size(1);
+  TORCH_CHECK(rows.defined() && rows.values.size(0) == config_.vocab_size && rows.values.size(1) == dim,
+              "load_int8_output: rows of another shape than the output matrix");
+  output_ = PreparedWeight(rows, {}, /*keep_int8_rows=*/true);
+  if (int8_listed_supported(dim)) output_int8_rows_ = rows;
+  loaded_in_int8_ = true;
+  // As IdTranslator's int8 models: bfloat16 keys and values beside int8 products.
+  set_cache_dtype(torch::kBFloat16);
+  torch::NoGradGuard no_grad;
+  if (!embed_from_output_layer()) output_projection->weight.set_data(torch::empty({0, dim}));  // untied
+}
+
+void TransformerImpl::restore_output_matrix_from_int8() {
+  if (loaded_in_int8_ && output_matrix_dropped()) hold_output_matrix_as_its_int8_form();
 }
 
 bool TransformerImpl::embed_from_output_layer() {

@@ -109,8 +109,23 @@ class TransformerImpl : public torch::nn::Module {
   /// matrix's int8 rows are kept beside FBGEMM's packing (1 byte an element) where a tied model's
   /// embeddings may read them (embed_from_output_layer) or, with `shortlist_rows`, a shortlist's
   /// int8 products (restrict_output; where this CPU has no int8 kernel, a shortlist reads the
-  /// float rows).
+  /// float rows). With `shortlist_rows` the float output matrix is then the int8 form's (values
+  /// times scales), so that a shortlist's estimate of the tokens it leaves out, and a tied
+  /// model's embeddings, read the rows the products read: the same as from an int8 model file.
   void quantize_int8(FloatWeights float_weights = FloatWeights::kKeep, bool shortlist_rows = true);
+  /// An int8 model file's output matrix, already quantized (values [V, D], scales [V]): the
+  /// output layer computes from it as after quantize_int8(), the embeddings of a tied model read
+  /// it (embed_from_output_layer), and the float matrix, never loaded, is freed. Call after the
+  /// linear layers' LinearImpl::load_int8(); quantize_int8() then changes nothing.
+  void load_int8_output(const Int8Rows& rows);
+  /// Whether the model came from an int8 model file (load_int8_output): it decodes in int8 on the
+  /// CPU only, and cannot be trained, averaged or saved.
+  bool loaded_in_int8() const { return loaded_in_int8_; }
+  /// For a shortlist (restrict_output) of a model loaded_in_int8(): the float [V, D] matrix its
+  /// int8 rows stand for, values times scales (as quantize_int8 holds it for a shortlist), so
+  /// that a shortlist can sum its candidates' rows and the moments of all. Does nothing if the
+  /// matrix is held.
+  void restore_output_matrix_from_int8();
   /// The dtype decoding keeps attention keys and values in (DecoderImpl::set_cache_dtype).
   void set_cache_dtype(std::optional<torch::Dtype> dtype) { decoder->set_cache_dtype(dtype); }
   const ModelConfig& config() const { return config_; }
@@ -123,9 +138,12 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   bool output_matrix_dropped() const;  // by embed_from_output_layer()
+  /// output_matrix() <- the matrix the output layer's int8 rows stand for, values times scales.
+  void hold_output_matrix_as_its_int8_form();
   ModelConfig config_;
   PreparedWeight output_;      // output_matrix() for oneDNN or FBGEMM, once prepared for inference
   Int8Rows output_int8_rows_;  // output_matrix() for a shortlist's int8 products, once quantized
+  bool loaded_in_int8_ = false;
   struct MomentsCache {
     std::mutex mutex;  // decoding threads may share a model
     const void* data = nullptr;

@@ -10,14 +10,14 @@ namespace tfm {
 
 LoadedModel average_checkpoints(const std::vector<std::string>& paths) {
   if (paths.size() < 2) throw std::invalid_argument("averaging needs at least two checkpoints");
-  auto first = load_model_file(paths.front(), torch::kCPU);
+  auto first = load_float_model_file(paths.front(), torch::kCPU, "averaging");
   const nlohmann::json config = first.config;
   torch::NoGradGuard no_grad;
   auto params = first.model->named_parameters();
   std::vector<torch::Tensor> totals;
   for (const auto& item : params) totals.push_back(item.value().to(torch::kFloat64));
   for (size_t i = 1; i < paths.size(); ++i) {
-    const auto other = load_model_file(paths[i], torch::kCPU);
+    const auto other = load_float_model_file(paths[i], torch::kCPU, "averaging");
     if (nlohmann::json(other.config) != config) {
       throw std::invalid_argument(paths[i] + ": its architecture differs from " + paths.front() + "'s");
     }

@@ -56,7 +56,7 @@ Trainer::Trainer(const TrainOptions& options, const ModelConfig& config, Trainin
   const auto last = checkpoints_.last().string();
   const bool resume = !options_.no_resume && fs::exists(last);
   if (resume) {
-    auto loaded = load_model_file(last, device_);
+    auto loaded = load_float_model_file(last, device_, "resuming training");
     if (loaded.tokenizer_proto != data_.tokenizer.serialized()) {
       throw std::invalid_argument(last + ": its tokenizer differs from the training data's (use " +
                                   option_name("no_resume") +
