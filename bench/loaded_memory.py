@@ -11,7 +11,6 @@ usage: loaded_memory.py MODEL SOURCE --tfm LABEL=PATH [--tfm LABEL=PATH ...]
 Each process is waited for by what it prints (the translation; serve's "listening on" line and
 its answers), never for a time; each wait gives up after --timeout seconds.
 """
-import argparse
 import json
 import re
 import selectors
@@ -22,7 +21,7 @@ import threading
 import time
 import urllib.request
 
-from startup import bf16_native, cpu_model
+from startup import bf16_native, builds_and_modes, builds_and_modes_parser, cpu_model
 
 
 def status_mib(pid):
@@ -88,23 +87,14 @@ def serve_holds(path, model, flags, sentences, timeout):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("model")
-    parser.add_argument("source")
-    parser.add_argument("--tfm", action="append", required=True, help="LABEL=PATH of a tfm binary")
-    parser.add_argument("--mode", action="append", default=[],
-                        help="LABEL=FLAGS for both commands (default: default= and int8=--quantize int8)")
+    parser = builds_and_modes_parser()
     parser.add_argument("--requests", type=int, default=9, help="requests to tfm serve, a sentence each")
-    parser.add_argument("--mode-model", action="append", default=[],
-                        help="LABEL=PATH: the model file that mode translates with instead of MODEL (an int8 model file)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     with open(args.source, encoding="utf-8") as f:
         sentences = [line.rstrip("\n") for _, line in zip(range(args.requests), f)]
-    builds = [spec.split("=", 1) for spec in args.tfm]
-    modes = [spec.split("=", 1) for spec in (args.mode or ["default=", "int8=--quantize int8"])]
-    models = dict(spec.split("=", 1) for spec in args.mode_model)
+    builds, modes, models = builds_and_modes(args)
     print(f"CPU: {cpu_model()}; bf16 native: {'yes' if bf16_native() else 'no'}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.rounds} alternating rounds")
     results = {}

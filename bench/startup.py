@@ -61,15 +61,28 @@ def run(command, stdin_text):
     return wall, usage.ru_maxrss / 1024, out, err
 
 
-def main():
+def builds_and_modes_parser():
+    """The arguments startup.py and loaded_memory.py share: MODEL SOURCE, the builds and the modes."""
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
     parser.add_argument("source")
     parser.add_argument("--tfm", action="append", required=True, help="LABEL=PATH of a tfm binary")
     parser.add_argument("--mode", action="append", default=[],
-                        help="LABEL=FLAGS for tfm translate (default: default= and int8=--quantize int8)")
+                        help="LABEL=FLAGS for tfm (default: default= and int8=--quantize int8)")
     parser.add_argument("--mode-model", action="append", default=[],
                         help="LABEL=PATH: the model file that mode translates with instead of MODEL (an int8 model file)")
+    return parser
+
+
+def builds_and_modes(args):
+    """[(label, path)] of the builds, [(label, flags)] of the modes, {mode label: model path}."""
+    builds = [spec.split("=", 1) for spec in args.tfm]
+    modes = [spec.split("=", 1) for spec in (args.mode or ["default=", "int8=--quantize int8"])]
+    return builds, modes, dict(spec.split("=", 1) for spec in args.mode_model)
+
+
+def main():
+    parser = builds_and_modes_parser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--ct2-python")
     parser.add_argument("--ct2-dir")
@@ -77,9 +90,7 @@ def main():
     args = parser.parse_args()
     with open(args.source, encoding="utf-8") as f:
         sentence = f.readline().rstrip("\n")
-    builds = [spec.split("=", 1) for spec in args.tfm]
-    modes = [spec.split("=", 1) for spec in (args.mode or ["default=", "int8=--quantize int8"])]
-    models = dict(spec.split("=", 1) for spec in args.mode_model)
+    builds, modes, models = builds_and_modes(args)
     print(f"CPU: {cpu_model()}; bf16 native: {'yes' if bf16_native() else 'no'}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.rounds} alternating rounds")
     print(f"sentence: {sentence}")

@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   tfm::save_model_file(model_path.string(), model, "tokenizer bytes");
   write(out / "model_loader/tiny", std::string(1, '\0') + read(model_path));
   write(out / "model_loader/tiny_past_checksums", std::string(1, '\1') + read(model_path));
+  // An int8 model file (`tfm quantize`): its quantized weights take a loader path of their own.
+  tfm::save_model_file(model_path.string(), model, "tokenizer bytes", tfm::Shortlist(), tfm::ModelFileWeights::kInt8);
+  write(out / "model_loader/tiny_int8", std::string(1, '\0') + read(model_path));
+  write(out / "model_loader/tiny_int8_past_checksums", std::string(1, '\1') + read(model_path));
   fs::remove(model_path);
   std::cout << "seeds written under " << out.string() << "\n";
   return 0;

@@ -468,6 +468,25 @@ TEST(Transformer, TiedEmbeddingIsOneTensor) {
   EXPECT_EQ(named, 1);  // registered once, so optimizers update it once
 }
 
+/// Encodes `source` [3, S] with both models and decodes 4 steps from `kept`'s best tokens: every
+/// encoding and step must have the same bits. Returns `freed`'s decoding state.
+DecoderState expect_the_same_bits(Transformer& kept, Transformer& freed, const torch::Tensor& source) {
+  const auto kept_encoded = kept->encode(source);
+  const auto freed_encoded = freed->encode(source);
+  EXPECT_TRUE(torch::equal(freed_encoded.memory, kept_encoded.memory));
+  auto kept_state = kept->start_decoding(kept_encoded);
+  auto freed_state = freed->start_decoding(freed_encoded);
+  auto tokens = torch::full({source.size(0)}, kBosId, torch::kLong);
+  for (int step = 0; step < 4; ++step) {
+    const auto expected = kept->step(tokens, kept_state);  // [3, V]
+    const auto got = freed->step(tokens, freed_state);
+    EXPECT_TRUE(torch::equal(got, expected)) << "step " << step;
+    tokens = expected.argmax(1);
+    tokens.index_put_({tokens < kNumSpecialIds}, kNumSpecialIds);  // real subwords, never eos
+  }
+  return freed_state;
+}
+
 // A tied model whose embeddings read the packed output matrix (and whose table is freed) encodes
 // and decodes with the same bits as one that keeps the table.
 TEST(Transformer, EmbeddingsFromThePackedOutputLayerKeepEveryBit) {
@@ -487,19 +506,7 @@ TEST(Transformer, EmbeddingsFromThePackedOutputLayerKeepEveryBit) {
   EXPECT_FALSE(freed->embed_from_output_layer());  // once
 
   const auto source = random_ids(3, 7, config.vocab_size, 11);
-  const auto kept_encoded = kept->encode(source);
-  const auto freed_encoded = freed->encode(source);
-  EXPECT_TRUE(torch::equal(freed_encoded.memory, kept_encoded.memory));
-  auto kept_state = kept->start_decoding(kept_encoded);
-  auto freed_state = freed->start_decoding(freed_encoded);
-  auto tokens = torch::full({3}, kBosId, torch::kLong);
-  for (int step = 0; step < 4; ++step) {
-    const auto expected = kept->step(tokens, kept_state);  // [3, V]
-    const auto got = freed->step(tokens, freed_state);
-    ASSERT_TRUE(torch::equal(got, expected)) << "step " << step;
-    tokens = expected.argmax(1);
-    tokens.index_put_({tokens < kNumSpecialIds}, kNumSpecialIds);  // real subwords, never eos
-  }
+  auto freed_state = expect_the_same_bits(kept, freed, source);
   // Teacher forcing (what attention pictures run) projects through the packed copy instead.
   const auto target_in = random_ids(3, 5, config.vocab_size, 12);
   EXPECT_TENSOR_NEAR(freed->forward(source, target_in), kept->forward(source, target_in), 1e-4);
@@ -523,20 +530,7 @@ TEST(Transformer, AnInt8ModelEmbedsFromItsQuantizedOutputMatrix) {
   // The tied table, read only by kept's embeddings now that its output layer is quantized.
   kept->source_embedding->tokens->weight.copy_(rows.values.to(torch::kFloat32) * rows.scales.unsqueeze(1));
 
-  const auto source = random_ids(3, 7, config.vocab_size, 13);
-  const auto kept_encoded = kept->encode(source);
-  const auto freed_encoded = freed->encode(source);
-  EXPECT_TRUE(torch::equal(freed_encoded.memory, kept_encoded.memory));
-  auto kept_state = kept->start_decoding(kept_encoded);
-  auto freed_state = freed->start_decoding(freed_encoded);
-  auto tokens = torch::full({3}, kBosId, torch::kLong);
-  for (int step = 0; step < 4; ++step) {
-    const auto expected = kept->step(tokens, kept_state);  // [3, V]
-    const auto got = freed->step(tokens, freed_state);
-    ASSERT_TRUE(torch::equal(got, expected)) << "step " << step;
-    tokens = expected.argmax(1);
-    tokens.index_put_({tokens < kNumSpecialIds}, kNumSpecialIds);
-  }
+  expect_the_same_bits(kept, freed, random_ids(3, 7, config.vocab_size, 13));
 }
 
 TEST(Transformer, AnUntiedOrUnpackedModelKeepsItsTable) {
