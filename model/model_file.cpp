@@ -314,7 +314,8 @@ void write_model(torch::serialize::OutputArchive& archive, Transformer& model, c
   for (const auto& [name, tensor] : named_state(model)) {
     const auto cpu = tensor.detach().to(torch::kCPU);
     if (int8_names.count(name) == 0) {
-      add(name, cpu);
+      // An int8 model file decodes in float32 beside its int8 products: the rest in float32.
+      add(name, int8 && cpu.is_floating_point() ? cpu.to(torch::kFloat32) : cpu);
       continue;
     }
     const auto rows = quantize_int8_rows(cpu.to(torch::kFloat32));

@@ -53,17 +53,20 @@ torch::Tensor encode_and_step(Transformer& model) {
 }
 
 TEST(Int8ModelFile, DecodesToTheBitsOfItsFloatModelQuantizedAtLoad) {
-  for (const bool tied : {true, false}) {
+  for (const auto& [tied, stored] :
+       {std::pair{true, torch::kFloat32}, std::pair{false, torch::kFloat32}, std::pair{true, torch::kBFloat16}}) {
     testing::TempDir dir;
     torch::manual_seed(5);
     Transformer model(int8_config(tied));
     model->eval();
+    model->to(stored);  // a bfloat16 model file is quantized from its bfloat16 values
     const Shortlist none;
     save_model_file((dir / "float.pt").string(), model, "tok", none);
     save_model_file((dir / "int8.pt").string(), model, "tok", none, ModelFileWeights::kInt8);
 
     auto quantized_at_load = load_model_file((dir / "float.pt").string(), torch::kCPU).model;
     quantized_at_load->eval();
+    quantized_at_load->to(torch::kFloat32);  // as IdTranslator converts it before quantizing
     quantized_at_load->quantize_int8(FloatWeights::kDrop, /*shortlist_rows=*/false);
     quantized_at_load->set_cache_dtype(torch::kBFloat16);
     quantized_at_load->embed_from_output_layer();  // as IdTranslator prepares it (tied only)
@@ -71,14 +74,15 @@ TEST(Int8ModelFile, DecodesToTheBitsOfItsFloatModelQuantizedAtLoad) {
     auto loaded = load_model_file((dir / "int8.pt").string(), torch::kCPU);
     EXPECT_EQ(loaded.tokenizer_proto, "tok");
     ASSERT_TRUE(loaded.model->loaded_in_int8());
-    EXPECT_EQ(loaded.model->output_matrix().numel(), 0) << "tied " << tied;
-    EXPECT_TRUE(torch::equal(encode_and_step(loaded.model), encode_and_step(quantized_at_load))) << "tied " << tied;
+    EXPECT_EQ(loaded.model->output_matrix().numel(), 0) << "tied " << tied << ", stored " << stored;
+    EXPECT_TRUE(torch::equal(encode_and_step(loaded.model), encode_and_step(quantized_at_load)))
+        << "tied " << tied << ", stored " << stored;
 
     // quantize_int8 leaves it as it is; a shortlist gets back the matrix its int8 rows stand for.
     loaded.model->quantize_int8(FloatWeights::kDrop, false);
     EXPECT_TRUE(torch::equal(encode_and_step(loaded.model), encode_and_step(quantized_at_load)));
     loaded.model->restore_output_matrix_from_int8();
-    const auto rows = quantize_int8_rows(model->output_matrix().detach());
+    const auto rows = quantize_int8_rows(model->output_matrix().detach().to(torch::kFloat32));
     EXPECT_TRUE(
         torch::equal(loaded.model->output_matrix(), rows.values.to(torch::kFloat32) * rows.scales.unsqueeze(1)));
   }
