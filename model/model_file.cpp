@@ -27,6 +27,7 @@
 #include "model/zip_checksums.h"
 #include "runtime/crc32.h"
 #include "runtime/durable_file.h"
+#include "runtime/parallel_jobs.h"
 
 namespace tfm {
 namespace {
@@ -284,11 +285,18 @@ void prepare_int8(Transformer& model, const std::map<std::string, Int8Rows>& int
   for (const auto& item : model->named_parameters()) {
     if (item.value().is_same(model->output_matrix())) output_name = item.key();
   }
+  // Side by side, the costliest first: FBGEMM's packing of each weight is serial work, most of
+  // such a file's start-up (BENCHMARKS.md). No two jobs touch the same module.
+  std::vector<CostedJob> jobs;
   for (const auto& item : model->named_modules()) {
     auto* linear = item.value()->as<LinearImpl>();
-    if (linear != nullptr) linear->load_int8(int8.at(item.key() + ".weight"));
+    if (linear == nullptr) continue;
+    const Int8Rows& rows = int8.at(item.key() + ".weight");
+    jobs.push_back({rows.values.numel(), [linear, &rows] { linear->load_int8(rows); }});
   }
-  model->load_int8_output(int8.at(output_name));
+  const Int8Rows& output = int8.at(output_name);
+  jobs.push_back({output.values.numel(), [&model, &output] { model->load_int8_output(output); }});
+  run_costliest_first(std::move(jobs));
 }
 
 }  // namespace
