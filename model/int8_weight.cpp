@@ -132,17 +132,21 @@ Int8Rows quantize_int8_rows(const torch::Tensor& rows) {
   return int8_rows_from(values, scales);
 }
 
+namespace {
+
+/// quantize_int8_rows(weight), with the user's error where int8 inference cannot take it.
+Int8Rows rows_for_int8_inference(const torch::Tensor& weight) {
+  if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32 || weight.dim() != 2) {
+    throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" + option_name("quantize") +
+                                " int8 with " + option_name("dtype") + " float32 " + option_name("device") + " cpu)");
+  }
+  return quantize_int8_rows(weight);
+}
+
+}  // namespace
+
 Int8Weight::Int8Weight(const torch::Tensor& weight, const torch::Tensor& bias, bool keep_rows)
-    : Int8Weight(
-          [&] {
-            if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat32 || weight.dim() != 2) {
-              throw std::invalid_argument("int8 inference needs float32 weights on the CPU (" +
-                                          option_name("quantize") + " int8 with " + option_name("dtype") + " float32 " +
-                                          option_name("device") + " cpu)");
-            }
-            return quantize_int8_rows(weight);
-          }(),
-          bias, keep_rows) {}
+    : Int8Weight(rows_for_int8_inference(weight), bias, keep_rows) {}
 
 Int8Weight::Int8Weight(const Int8Rows& rows, const torch::Tensor& bias, bool keep_rows) {
   const auto& v = rows.values;

@@ -86,15 +86,20 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(Transformer& mode
   return state;
 }
 
+/// The parameter name of the model's output matrix (a tied model's token table).
+std::string output_matrix_name(Transformer& model) {
+  for (const auto& item : model->named_parameters()) {
+    if (item.value().is_same(model->output_matrix())) return item.key();
+  }
+  throw std::logic_error("the output matrix is not among the model's parameters");
+}
+
 /// The names of the weights an int8 model file stores quantized: every linear layer's weight and
-/// the output matrix (a tied model's token table), the matrices --quantize int8 quantizes.
+/// the output matrix, the matrices --quantize int8 quantizes.
 std::set<std::string> int8_weight_names(Transformer& model) {
-  std::set<std::string> names;
+  std::set<std::string> names{output_matrix_name(model)};
   for (const auto& item : model->named_modules()) {
     if (item.value()->as<LinearImpl>() != nullptr) names.insert(item.key() + ".weight");
-  }
-  for (const auto& item : model->named_parameters()) {
-    if (item.value().is_same(model->output_matrix())) names.insert(item.key());
   }
   return names;
 }
@@ -281,10 +286,6 @@ std::map<std::string, Int8Rows> load_weights(torch::serialize::InputArchive& wei
 /// Prepares `model` from an int8 model file's quantized weights (load_weights): each linear layer
 /// and the output matrix, as --quantize int8 would have quantized them.
 void prepare_int8(Transformer& model, const std::map<std::string, Int8Rows>& int8) {
-  std::string output_name;
-  for (const auto& item : model->named_parameters()) {
-    if (item.value().is_same(model->output_matrix())) output_name = item.key();
-  }
   // Side by side, the costliest first: FBGEMM's packing of each weight is serial work, most of
   // such a file's start-up (BENCHMARKS.md). No two jobs touch the same module.
   std::vector<CostedJob> jobs;
@@ -294,7 +295,7 @@ void prepare_int8(Transformer& model, const std::map<std::string, Int8Rows>& int
     const Int8Rows& rows = int8.at(item.key() + ".weight");
     jobs.push_back({rows.values.numel(), [linear, &rows] { linear->load_int8(rows); }});
   }
-  const Int8Rows& output = int8.at(output_name);
+  const Int8Rows& output = int8.at(output_matrix_name(model));
   jobs.push_back({output.values.numel(), [&model, &output] { model->load_int8_output(output); }});
   run_costliest_first(std::move(jobs));
 }
