@@ -42,15 +42,24 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   }
   options.quantize_int8 = decoding.quantize == "int8";
   parse_sampling(decoding.sampling, options.search.sampling);
-  const auto device = resolve(runtime);
+  const torch::Device resolved = resolve(runtime);
+  torch::Device device = decoding_device(runtime, resolved, options.quantize_int8);
   // int8 computes from float32 weights: with --quantize int8, auto means float32.
   const std::string dtype = options.quantize_int8 && decoding.dtype == "auto" ? "float32" : decoding.dtype;
   PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
   options.precision = precision.precision;
   validate(options);
-  auto loaded = load_models(paths, device, decoding.shortlist);
+  // Whether a file holds int8 weights is known once it is read: where --device auto found CUDA,
+  // the files are read on the CPU, where an int8 model file decodes, and float ones moved after.
+  const bool placed_after_reading = !device.is_cpu() && runtime.device == "auto";
+  auto loaded = load_models(paths, placed_after_reading ? torch::Device(torch::kCPU) : device, decoding.shortlist);
   const auto int8_file = std::find_if(loaded.models.begin(), loaded.models.end(),
                                       [](const Transformer& model) { return model->loaded_in_int8(); });
+  if (placed_after_reading) {
+    device = decoding_device(runtime, resolved, int8_file != loaded.models.end());
+    for (auto& model : loaded.models) model->to(device);
+    if (device.is_cpu()) spdlog::info("device: cpu, where an int8 model file decodes ({} is usable)", resolved.str());
+  }
   if (int8_file != loaded.models.end() && !options.quantize_int8) {
     // An int8 model file decodes in int8, as if --quantize int8 had been given.
     const auto& path = paths[static_cast<size_t>(int8_file - loaded.models.begin())];

@@ -11,4 +11,8 @@ void add_runtime_options(CLI::App& command, RuntimeOptions& options) {
 
 torch::Device resolve(const RuntimeOptions& options) { return resolve_device(options.device); }
 
+torch::Device decoding_device(const RuntimeOptions& options, const torch::Device& resolved, bool int8) {
+  return int8 && options.device == "auto" ? torch::Device(torch::kCPU) : resolved;
+}
+
 }  // namespace tfm
