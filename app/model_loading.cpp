@@ -49,9 +49,10 @@ Translator open_translator(const std::vector<std::string>& paths, const Decoding
   PrecisionChoice precision = choose_precision(dtype, device, probe_precision_support());
   options.precision = precision.precision;
   validate(options);
-  // Whether a file holds int8 weights is known once it is read: where --device auto found CUDA,
-  // the files are read on the CPU, where an int8 model file decodes, and float ones moved after.
-  const bool placed_after_reading = !device.is_cpu() && runtime.device == "auto";
+  // Whether a file holds int8 weights is known once it is read: where an int8 file would decode
+  // elsewhere than `device` (--device auto found CUDA), the files are read on the CPU and float
+  // ones moved after.
+  const bool placed_after_reading = decoding_device(runtime, device, /*int8=*/true) != device;
   auto loaded = load_models(paths, placed_after_reading ? torch::Device(torch::kCPU) : device, decoding.shortlist);
   const auto int8_file = std::find_if(loaded.models.begin(), loaded.models.end(),
                                       [](const Transformer& model) { return model->loaded_in_int8(); });
