@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "decode/attention_probe.h"
+#include "serve/request_search.h"
 
 namespace tfm {
 
@@ -73,14 +74,7 @@ std::string TranslationApi::translate_libre(const RequestBody& request, const st
   std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
   const LibreRequest parsed = parse_libre_request(request);
   const size_t model = admit(parsed.api_key, header_key, parsed.source, parsed.target, parsed.q.size());
-  SearchOptions search = models_.defaults(model);
-  if (parsed.alternatives > 0) {
-    if (parsed.alternatives + 1 > limits_.max_beam) {
-      throw ApiError(400, "\"alternatives\" may be at most " + std::to_string(limits_.max_beam - 1));
-    }
-    search.nbest = parsed.alternatives + 1;
-    search.beam = std::max(search.beam, search.nbest);
-  }
+  const SearchOptions search = libre_search(parsed, models_.defaults(model), limits_.max_beam);
   auto decoded = run(model, models_.lane(model, search), parsed.q, false, arrived, arrival);
   sentences = static_cast<int64_t>(decoded.size());
   nlohmann::json texts = nlohmann::json::array();
@@ -102,17 +96,7 @@ std::string TranslationApi::translate_v1(const RequestBody& request, const std::
   std::optional<BatchingQueue::Arrival> arrival(std::in_place, queue_);
   const ApiRequest parsed = parse_api_request(request);
   const size_t model = admit(parsed.api_key, header_key, parsed.source, parsed.target, parsed.text.size());
-  SearchOptions search = models_.defaults(model);
-  search.beam = parsed.beam.value_or(search.beam);
-  search.nbest = parsed.nbest.value_or(std::min(search.nbest, search.beam));
-  search.length_penalty = parsed.length_penalty.value_or(search.length_penalty);
-  if (search.beam < 1 || search.beam > limits_.max_beam) {
-    throw ApiError(400, "\"beam\" must be within 1 and " + std::to_string(limits_.max_beam));
-  }
-  if (search.nbest < 1 || search.nbest > search.beam) throw ApiError(400, "\"nbest\" must be within 1 and the beam");
-  if (!(search.length_penalty >= 0.0 && search.length_penalty <= 10.0)) {
-    throw ApiError(400, "\"length_penalty\" must be within 0 and 10");
-  }
+  const SearchOptions search = api_search(parsed, models_.defaults(model), limits_.max_beam);
   auto decoded = run(model, models_.lane(model, search), parsed.text, parsed.alignment, arrived, arrival);
   sentences = static_cast<int64_t>(decoded.size());
   nlohmann::json translations = nlohmann::json::array();

@@ -156,6 +156,7 @@ def errors(port, invalid_input, invalid_expected):
     expect_error(*post(port, "/translate", {**ok, "q": ["one"] * 11}), 413, "more than --max-sentences-per-request")
     expect_error(*post(port, "/v1/translate", {"text": "one", "source": "en", "target": "de", "beam": 99}), 400,
                  "a beam over --max-beam")
+    expect_error(*post(port, "/translate", {**ok, "alternatives": 2**63 - 1}), 400, "alternatives at the largest int64")
     expect_error(*get(port, "/no-such-page"), 404, "unknown path")
     # Invalid UTF-8 in a form is translated as `tfm translate` translates the same bytes.
     with open(invalid_input, "rb") as f:
