@@ -64,6 +64,7 @@ BatchingQueue::Arrival::~Arrival() {
 
 std::shared_ptr<PendingJob> BatchingQueue::submit(DecodeJob job, Arrival* arrival) {
   auto pending = std::make_shared<PendingJob>(job.sources.size());
+  pending->keep_ = std::move(job.keep);
   const auto now = std::chrono::steady_clock::now();
   bool helpers = false;
   {

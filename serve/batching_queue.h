@@ -27,6 +27,9 @@ struct DecodeJob {
   size_t lane = 0;
   std::vector<std::vector<int64_t>> sources;
   bool alignment = false;
+  /// Kept alive until the last of the job's sentences has left the queue and its batch, even when
+  /// the request stopped waiting: what keeps the lane's id valid (ServedModels' LaneLease).
+  std::shared_ptr<const void> keep;
 };
 
 /// A submitted job: its results arrive as the batches holding its sentences finish.
@@ -43,6 +46,7 @@ class PendingJob {
 
  private:
   friend class BatchingQueue;
+  std::shared_ptr<const void> keep_;  // DecodeJob::keep: every queued sentence holds the job
   std::vector<SentenceResult> results_;
   size_t missing_;
   bool cancelled_ = false;

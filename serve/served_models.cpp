@@ -1,5 +1,6 @@
 #include "serve/served_models.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,7 @@ ServedModels::ServedModels(std::vector<ServedModel> models) : models_(std::move(
       throw std::invalid_argument("--model: the pair " + served.name() + " is served twice");
     }
   }
-  for (size_t m = 0; m < models_.size(); ++m) lanes_.push_back({m, defaults(m)});
+  for (size_t m = 0; m < models_.size(); ++m) defaults_held_.push_back(lane(m, defaults(m)).hold);
 }
 
 std::optional<size_t> ServedModels::find(const std::string& source, const std::string& target) const {
@@ -60,18 +61,32 @@ const SearchOptions& ServedModels::defaults(size_t model) const {
   return models_[model].translator->ids().search_options();
 }
 
-size_t ServedModels::lane(size_t model, const SearchOptions& search) {
+LaneLease ServedModels::lane(size_t model, const SearchOptions& search) {
   std::lock_guard<std::mutex> lock(lanes_mutex_);
-  for (size_t l = 0; l < lanes_.size(); ++l) {
-    if (lanes_[l].model == model && same_search(lanes_[l].search, search)) return l;
+  lanes_.erase(std::remove_if(lanes_.begin(), lanes_.end(), [](const Lane& lane) { return lane.users.expired(); }),
+               lanes_.end());
+  for (const auto& held : lanes_) {
+    if (held.model != model || !same_search(held.search, search)) continue;
+    // Its last holder may let go between expired() above and here: then it is leased anew below.
+    if (auto hold = held.users.lock()) return {held.id, std::move(hold)};
   }
-  lanes_.push_back({model, search});
-  return lanes_.size() - 1;
+  auto hold = std::make_shared<const int>(0);
+  lanes_.push_back({next_lane_++, model, search, hold});
+  return {lanes_.back().id, std::move(hold)};
+}
+
+size_t ServedModels::lanes() const {
+  std::lock_guard<std::mutex> lock(lanes_mutex_);
+  return static_cast<size_t>(
+      std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& lane) { return !lane.users.expired(); }));
 }
 
 ServedModels::Lane ServedModels::lane_at(size_t lane) const {
   std::lock_guard<std::mutex> lock(lanes_mutex_);
-  return lanes_.at(lane);
+  for (const auto& held : lanes_) {
+    if (held.id == lane && !held.users.expired()) return held;
+  }
+  throw std::out_of_range("lane " + std::to_string(lane) + " is no longer held");
 }
 
 std::vector<SentenceResult> ServedModels::decode(size_t lane, std::vector<std::vector<int64_t>> sources,

@@ -37,7 +37,7 @@ size_t TranslationApi::admit(const std::string& body_key, const std::string& hea
   return *model;
 }
 
-std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t lane,
+std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, const LaneLease& lane,
                                                          const std::vector<std::string>& sentences, bool alignment,
                                                          std::chrono::steady_clock::time_point arrived,
                                                          std::optional<BatchingQueue::Arrival>& arrival) {
@@ -50,7 +50,7 @@ std::vector<TranslationApi::Decoded> TranslationApi::run(size_t model, size_t la
   // without decoding it, whatever the worker's speed.
   if (std::chrono::steady_clock::now() >= deadline) throw timed_out();
   const Tokenizer& tokenizer = models_.model(model).translator->tokenizer();
-  DecodeJob job{lane, {}, alignment};
+  DecodeJob job{lane.id, {}, alignment, lane.hold};
   for (const auto& sentence : sentences) job.sources.push_back(tokenizer.encode(sentence));
   std::shared_ptr<PendingJob> pending;
   try {

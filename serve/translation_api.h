@@ -46,8 +46,8 @@ class TranslationApi {
                const std::string& target, size_t sentences) const;
   /// Queues `sentences` in `lane`, ends `arrival` once they are queued, waits for them (504 after
   /// the request timeout) and detokenizes.
-  std::vector<Decoded> run(size_t model, size_t lane, const std::vector<std::string>& sentences, bool alignment,
-                           std::chrono::steady_clock::time_point arrived,
+  std::vector<Decoded> run(size_t model, const LaneLease& lane, const std::vector<std::string>& sentences,
+                           bool alignment, std::chrono::steady_clock::time_point arrived,
                            std::optional<BatchingQueue::Arrival>& arrival);
 
   ServedModels& models_;

@@ -14,7 +14,9 @@ namespace tfm::testing {
 using Clock = std::chrono::steady_clock;
 constexpr auto kForever = std::chrono::hours(1);
 
-inline DecodeJob job(size_t lane, std::vector<std::vector<int64_t>> sources) { return {lane, std::move(sources)}; }
+inline DecodeJob job(size_t lane, std::vector<std::vector<int64_t>> sources) {
+  return {lane, std::move(sources), false, nullptr};
+}
 
 /// Where decoding waits while a test fills the queue: pass() returns at once while open, and
 /// waits for open() while closed.

@@ -68,10 +68,11 @@ TEST(ServedModels, LanesDecodeAsTheTranslatorWouldWithTheirSettings) {
   SearchOptions wide = served.defaults(0);
   wide.beam = 2;
   wide.nbest = 2;
-  EXPECT_EQ(served.lane(0, served.defaults(0)), 0u);  // the default lane
-  const size_t lane = served.lane(0, wide);
+  EXPECT_EQ(served.lane(0, served.defaults(0)).id, 0u);  // the default lane
+  const LaneLease leased = served.lane(0, wide);
+  const size_t lane = leased.id;
   EXPECT_NE(lane, 0u);
-  EXPECT_EQ(served.lane(0, wide), lane);  // one lane per setting
+  EXPECT_EQ(served.lane(0, wide).id, lane);  // one lane per setting
   const auto results = served.decode(lane, sources, {true, false});
   const auto expected = served.model(0).translator->ids().translate(sources, wide);
   ASSERT_EQ(results.size(), 2u);
@@ -85,6 +86,44 @@ TEST(ServedModels, LanesDecodeAsTheTranslatorWouldWithTheirSettings) {
   EXPECT_EQ(results[0].alignment, hard_alignment(maps, -2));
   EXPECT_EQ(results[0].alignment.size(), best.size());
   EXPECT_TRUE(results[1].alignment.empty());
+}
+
+TEST(ServedModels, ALaneIsForgottenOnceNoRequestHoldsIt) {
+  const Tokenizer tokenizer = testing::number_phrase_tokenizer();
+  std::vector<ServedModel> models;
+  models.push_back({"en", "de", tiny_translator(tokenizer)});
+  ServedModels served(std::move(models));
+  const std::vector<std::vector<int64_t>> sources = {tokenizer.encode("one two")};
+  EXPECT_EQ(served.lanes(), 1u);
+  // Clients that each send a length penalty of their own: lanes come and go, the server does not grow.
+  size_t first = 0;
+  for (int request = 0; request < 200; ++request) {
+    SearchOptions own = served.defaults(0);
+    own.length_penalty = 2.0 + 0.01 * request;  // never the default 1.5
+    const LaneLease lease = served.lane(0, own);
+    if (request == 0) first = lease.id;
+    EXPECT_EQ(served.lanes(), 2u);
+    if (request < 2) {
+      EXPECT_EQ(served.decode(lease.id, sources, {false}).size(), 1u);
+    }
+  }
+  EXPECT_EQ(served.lanes(), 1u);
+  EXPECT_THROW(served.decode(first, sources, {false}), std::out_of_range);  // never reused for other settings
+  // A lane held by a queued job (DecodeJob::keep) outlives the request that asked for it.
+  SearchOptions own = served.defaults(0);
+  own.beam = 2;
+  std::shared_ptr<const void> kept_by_queue;
+  size_t id = 0;
+  {
+    const LaneLease lease = served.lane(0, own);
+    id = lease.id;
+    kept_by_queue = lease.hold;
+  }
+  EXPECT_EQ(served.lane(0, own).id, id);
+  EXPECT_EQ(served.decode(id, sources, {false}).size(), 1u);
+  kept_by_queue.reset();
+  EXPECT_EQ(served.lanes(), 1u);
+  EXPECT_EQ(served.lane(0, served.defaults(0)).id, 0u);  // the default lane stays
 }
 
 }  // namespace
