@@ -78,6 +78,11 @@ void validate(const ServeCommandOptions& o) {
   if (o.read_timeout < 1) throw std::invalid_argument("--read-timeout must be >= 1 second");
   if (o.server.workers < 0) throw std::invalid_argument("--workers must be >= 0 (0: one per core)");
   if (o.server.limits.max_beam < 1) throw std::invalid_argument("--max-beam must be >= 1");
+  // A request that names no beam decodes with --beam, and POST /v1/translate holds every beam to --max-beam.
+  if (o.decoding.translator.search.beam > o.server.limits.max_beam) {
+    throw std::invalid_argument("--beam (" + std::to_string(o.decoding.translator.search.beam) +
+                                ") must be <= --max-beam (" + std::to_string(o.server.limits.max_beam) + ")");
+  }
 }
 
 void run_serve(ServeCommandOptions o) {

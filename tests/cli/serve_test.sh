@@ -42,6 +42,10 @@ stop_server() {
   [ "$status" = 0 ] || fail "$1: exit code $status after SIGTERM, expected 0: $(tail -3 "$WORK/$1.log")"
 }
 
+# A default beam a request could not ask for is refused at start, not on every request.
+"$TFM" serve --model "en-de=$model" --port 0 --beam 5 --max-beam 4 2> "$WORK/beam.log" && fail "--beam over --max-beam started"
+grep -q -- "--beam (5) must be <= --max-beam (4)" "$WORK/beam.log" || fail "--beam over --max-beam: $(cat "$WORK/beam.log")"
+
 start_server main --max-body-bytes 4096 --max-sentences-per-request 10
 python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected.de" 16 || fail "parity"
 python3 "$check" api "$port" "$WORK/in.en" "$WORK/expected.de" || fail "api"
