@@ -59,6 +59,14 @@ int main(int argc, char** argv) {
   write(out / "sgml_reader/newstest.sgm", kSgml);
   write(out / "bleu_tokenizers/punctuation", "Hello, world! It's 3.14 -- \"quoted\" (1,000.5) end.");
   write(out / "bleu_tokenizers/unicode", "Grüße – „Zitat“ 東京都 ½ €5 ‹x› ﬁ");
+  // api_requests: the first byte's bit 0 picks /v1/translate, bits 1-2 the Content-Type (JSON, none, form, other).
+  write(out / "api_requests/libre_json",
+        std::string(1, '\x00') + R"({"q": ["A dog.", "Zwei"], "source": "en", "target": "de", "alternatives": 2})");
+  write(out / "api_requests/libre_form", std::string(1, '\x04') + "q=A dog.&q=Two&source=en&target=de&alternatives=1");
+  write(out / "api_requests/v1_json",
+        std::string(1, '\x01') +
+            R"({"text": "A dog.", "beam": 5, "nbest": 2, "length_penalty": 0.6, "alignment": true, "api_key": "k"})");
+  write(out / "api_requests/v1_untyped", std::string(1, '\x03') + R"( {"text": ["a", "b"], "source": "auto"})");
 
   tfm::ParallelDataset dataset;
   dataset.source.append({5, 6, 7});
