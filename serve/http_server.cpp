@@ -51,6 +51,25 @@ RequestBody body_of(const httplib::Request& req) {
   return body;
 }
 
+/// A client's method or path as it goes into the log: control bytes escaped and at most 256 bytes
+/// kept, so that a request stays one log line of bounded length whatever it sent (cpp-httplib
+/// decodes the path, so "%0A" would otherwise start a forged line).
+std::string loggable(const std::string& text) {
+  constexpr size_t kKept = 256;
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kKept; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    } else {
+      out += text[i];
+    }
+  }
+  if (text.size() > kKept) out += "...";
+  return out;
+}
+
 /// The path as a metrics label: the routes by name, anything else as "other" (bounded cardinality).
 std::string path_label(const std::string& path) {
   for (const char* route : {"/", "/translate", "/v1/translate", "/languages", "/health", "/ready", "/metrics"}) {
@@ -159,7 +178,8 @@ void TranslationServer::add_routes() {
     const auto now = std::chrono::steady_clock::now();
     const double seconds = trace.started ? std::chrono::duration<double>(now - trace.arrived).count() : 0.0;
     metrics_.request_done(path_label(req.path), res.status, seconds);
-    spdlog::info("{} {} {} {} sentences {:.1f} ms", req.method, req.path, res.status, trace.sentences, seconds * 1e3);
+    spdlog::info("{} {} {} {} sentences {:.1f} ms", loggable(req.method), loggable(req.path), res.status,
+                 trace.sentences, seconds * 1e3);
     trace = {};
   });
   http_->set_error_handler([this](const httplib::Request&, httplib::Response& res) {

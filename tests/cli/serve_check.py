@@ -158,6 +158,8 @@ def errors(port, invalid_input, invalid_expected):
                  "a beam over --max-beam")
     expect_error(*post(port, "/translate", {**ok, "alternatives": 2**63 - 1}), 400, "alternatives at the largest int64")
     expect_error(*get(port, "/no-such-page"), 404, "unknown path")
+    # A path that decodes to two lines (serve_test.sh checks the log holds it as one).
+    expect_error(*get(port, "/forged%0Ainfo%20POST%20/translate%20200"), 404, "a path with a newline")
     # Invalid UTF-8 in a form is translated as `tfm translate` translates the same bytes.
     with open(invalid_input, "rb") as f:
         raw = f.read().rstrip(b"\n")

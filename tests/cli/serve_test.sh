@@ -52,6 +52,8 @@ python3 "$check" api "$port" "$WORK/in.en" "$WORK/expected.de" || fail "api"
 python3 "$check" errors "$port" "$WORK/invalid.en" "$WORK/invalid.de" || fail "errors"
 python3 "$check" slow "$port" || fail "slow clients"
 grep -qE 'info POST /translate 200 1 sentences [0-9.]+ ms' "$WORK/main.log" || fail "no request log line"
+grep -qF 'GET /forged\x0ainfo POST /translate 200 404' "$WORK/main.log" ||
+  fail "a path with a newline is not one escaped log line: $(grep -A1 forged "$WORK/main.log")"
 
 # SIGTERM under load: once 50 requests are answered, stop; every request sent must be answered.
 python3 "$check" until-stopped "$port" "$WORK/in.en" "$WORK/expected.de" 16 "$WORK/progress" &
