@@ -236,6 +236,9 @@ def api_key(port, key):
     body = {"q": "one", "source": "en", "target": "de"}
     expect_error(*post(port, "/translate", body), 403, "no API key")
     expect_error(*post(port, "/translate", {**body, "api_key": "wrong"}), 403, "a wrong API key")
+    expect_error(*post(port, "/translate", {**body, "api_key": key[:-1] + "?"}), 403, "a key wrong in its last byte")
+    expect_error(*post(port, "/translate", {**body, "api_key": key[:-1]}), 403, "a prefix of the key")
+    expect_error(*post(port, "/translate", {**body, "api_key": key + key}), 403, "the key twice")
     check(post(port, "/translate", {**body, "api_key": key})[0].status == 200, "the key in the body")
     check(post(port, "/translate", body, headers={"Authorization": "Bearer " + key})[0].status == 200,
           "the key as a bearer token")
