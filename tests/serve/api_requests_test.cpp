@@ -4,19 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/serve/api_error_support.h"
+
 namespace tfm {
 namespace {
 
 RequestBody json_body(const std::string& body) { return {"application/json", body, {}}; }
 
-int status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ApiError& error) {
-    return error.status();
-  }
-  return 0;
-}
+using testing::status_of;
 
 TEST(LibreRequest, TakesQAsAStringOrAnArray) {
   const auto one = parse_libre_request(json_body(R"({"q": "Hello", "source": "en", "target": "de"})"));

@@ -3,23 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <optional>
+
+#include "tests/serve/api_error_support.h"
 
 namespace tfm {
 namespace {
 
 constexpr int64_t kMaxBeam = 16;
 
-int status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ApiError& error) {
-    return error.status();
-  }
-  return 0;
-}
+using testing::status_of;
 
 TEST(LibreSearch, AlternativesWidenTheBeamToFitTheNBest) {
   LibreRequest request;
