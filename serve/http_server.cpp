@@ -209,7 +209,7 @@ void TranslationServer::add_routes() {
     res.set_content(dump_json({{"status", stopping_ ? "stopping" : "ready"}, {"models", names}}), kJson);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(queue_.queued_sentences()), "text/plain; version=0.0.4");
+    res.set_content(metrics_.render(queue_.queued_sentences(), models_.lanes()), "text/plain; version=0.0.4");
   });
   http_->Get("/languages", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(models_.languages_json(), kJson);

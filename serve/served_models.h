@@ -48,7 +48,7 @@ class ServedModels {
 
   /// The lane of `model` decoding with `search`: the one leased already, else a new one.
   LaneLease lane(size_t model, const SearchOptions& search);
-  /// Lanes held now: the defaults and those leased (the test of the forgetting above).
+  /// Lanes held now: the defaults and those leased (/metrics' tfm_lanes).
   size_t lanes() const;
   /// Decodes a batch of one lane (BatchingQueue::Decode); decoding threads may call it at once.
   /// std::out_of_range for a lane no longer held.

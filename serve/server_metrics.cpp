@@ -70,7 +70,7 @@ void ServerMetrics::batch_decoded(const BatchReport& report) {
   }
 }
 
-std::string ServerMetrics::render(size_t queued_sentences) const {
+std::string ServerMetrics::render(size_t queued_sentences, size_t lanes) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream out;
   header(out, "tfm_requests_total", "counter", "HTTP requests answered, by path and status.");
@@ -81,6 +81,9 @@ std::string ServerMetrics::render(size_t queued_sentences) const {
   out << "tfm_sentences_total " << sentences_ << '\n';
   header(out, "tfm_queue_sentences", "gauge", "Sentences waiting for a batch.");
   out << "tfm_queue_sentences " << queued_sentences << '\n';
+  header(out, "tfm_lanes", "gauge",
+         "Ways of decoding held: each model's default, and the search settings of requests in flight.");
+  out << "tfm_lanes " << lanes << '\n';
   header(out, "tfm_batches_total", "counter",
          "Batches started: whole batches, and groups of sentences that joined a running batch.");
   out << "tfm_batches_total " << batches_ << '\n';

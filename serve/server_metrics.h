@@ -26,14 +26,15 @@ class Histogram {
 };
 
 /// What GET /metrics reports, in Prometheus' text format: requests by path and status, sentences,
-/// batches and their sizes, decoding time, request latency and the queue's depth. Thread-safe.
+/// batches and their sizes, decoding time, request latency, the queue's depth and the lanes held.
+/// Thread-safe.
 class ServerMetrics {
  public:
   ServerMetrics();
   void request_done(const std::string& path, int status, double seconds);
   void sentences_translated(int64_t sentences);
   void batch_decoded(const BatchReport& report);
-  std::string render(size_t queued_sentences) const;
+  std::string render(size_t queued_sentences, size_t lanes) const;
 
  private:
   mutable std::mutex mutex_;

@@ -136,6 +136,17 @@ def api(port, inputs, expected):
                  "tfm_decode_seconds_total", "tfm_running_batch_steps_total", "tfm_joined_sentences_total",
                  "tfm_running_batch_sentences_bucket"]:
         check(name in metrics, f"/metrics lacks {name}")
+    # A request's own settings make a lane that goes once no request holds it: after 20 length
+    # penalties and one request with the defaults (the one decoding thread takes its batch only
+    # once the batches before it have let go of their sentences), the default lane alone is held.
+    for i in range(20):
+        response, data = post(port, "/v1/translate", {"text": lines[0], "source": "en", "target": "de",
+                                                      "length_penalty": 2 + i / 100})
+        check(response.status == 200, f"length penalty {2 + i / 100}: {response.status} {data[:200]!r}")
+    check(post(port, "/v1/translate", {"text": lines[0], "source": "en", "target": "de"})[0].status == 200,
+          "a request with the defaults")
+    lanes = [line for line in get(port, "/metrics")[1].decode().splitlines() if line.startswith("tfm_lanes ")]
+    check(lanes == ["tfm_lanes 1"], f"lanes held after the requests were answered: {lanes}, expected tfm_lanes 1")
     response, data = get(port, "/")
     page = data.decode()
     check(response.status == 200 and "<textarea" in page and "/translate" in page, "the page")
