@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "app/attention_output.h"
 #include "app/command.h"
@@ -24,19 +25,30 @@
 namespace tfm {
 namespace {
 
+// The last but one layer, where attention aligns best; a one-layer model's only layer (resolve_layer).
+constexpr int64_t kDefaultAlignmentLayer = -2;
+
 struct TranslateOptions {
   std::vector<std::string> models;
   std::string input = "-";
   std::string output = "-";
   std::string format = "text";
   int64_t buffer_size = 0;
-  int64_t workers = 0;           // batches decoded at once (0 = auto)
-  std::string attention_out;     // directory of attention pages (empty = none)
-  std::string alignment;         // "" | hard | soft
-  int64_t alignment_layer = -2;  // the cross-attention layer alignments come from
+  int64_t workers = 0;                               // batches decoded at once (0 = auto)
+  std::string attention_out;                         // directory of attention pages (empty = none)
+  std::string alignment;                             // "" | hard | soft
+  int64_t alignment_layer = kDefaultAlignmentLayer;  // the cross-attention layer alignments come from
   RuntimeOptions runtime;
   DecodingOptions decoding;
 };
+
+/// A layer asked for with --alignment-layer must be one of the model's (the default fits any model).
+void check_alignment_layer(int64_t layer, int64_t layers) {
+  if (layer == kDefaultAlignmentLayer || (layer >= -layers && layer < layers)) return;
+  throw std::invalid_argument("--alignment-layer " + std::to_string(layer) + ": the model has " +
+                              std::to_string(layers) + " decoder layers (0 to " + std::to_string(layers - 1) +
+                              ", or -" + std::to_string(layers) + " to -1 from the end)");
+}
 
 /// The best hypothesis's word alignment, when --alignment asks for one.
 struct Alignment {
@@ -104,6 +116,7 @@ void run_translate(const TranslateOptions& options) {
     throw std::invalid_argument("--alignment with --nbest: use --format json (the alignment is the best's)");
   }
   Translator translator = open_translator(options.models, decoding, options.runtime);
+  if (!options.alignment.empty()) check_alignment_layer(options.alignment_layer, translator.ids().decoder_layers());
   std::optional<AttentionPages> pages;
   if (!options.attention_out.empty()) pages.emplace(options.attention_out);
 
@@ -184,12 +197,14 @@ void add_translate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--attention-out", o.attention_out,
                   "Write one HTML page per line to this directory: cross-, encoder and decoder self-attention "
                   "of the best hypothesis, every layer and head (numbers beside it as .json)");
-  cmd->add_option("--alignment", o.alignment,
-                  "Word alignment of the best hypothesis: hard (source-target subword pairs, appended as "
-                  "' ||| 0-0 1-2' in text, \"alignment\" in json) or soft (json: the attention matrix too)");
+  CLI::Option* alignment =
+      cmd->add_option("--alignment", o.alignment,
+                      "Word alignment of the best hypothesis: hard (source-target subword pairs, appended as "
+                      "' ||| 0-0 1-2' in text, \"alignment\" in json) or soft (json: the attention matrix too)");
   cmd->add_option("--alignment-layer", o.alignment_layer,
                   "Cross-attention layer alignments come from, averaged over heads (negative: from the end)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(alignment);
   add_runtime_options(*cmd, o.runtime);
   cmd->callback([options, &action] { action = [options] { run_translate(*options); }; });
 }

@@ -76,10 +76,10 @@ bool is_done(const SentenceSearch& sentence, int64_t generated, const SearchOpti
   if (best_live == kNegInf || generated >= sentence.max_len) return true;
   if (static_cast<int64_t>(sentence.finished.size()) < options.nbest) return false;
   if (options.early_stop && static_cast<int64_t>(sentence.finished.size()) >= options.beam) return true;
-  double largest_penalty = 0.0;
-  for (int64_t length = generated + 1; length <= sentence.max_len; ++length) {
-    largest_penalty = std::max(largest_penalty, length_penalty(length, options.length_penalty));
-  }
+  // The penalty is monotonic in the length (rising for alpha > 0, falling below 0), so its largest
+  // value over the lengths still reachable is at one end: O(1) however long the maximum.
+  const double largest_penalty = std::max(length_penalty(generated + 1, options.length_penalty),
+                                          length_penalty(sentence.max_len, options.length_penalty));
   return sentence.finished[options.nbest - 1].score >= best_live / largest_penalty;
 }
 

@@ -232,6 +232,8 @@ SearchOptions IdTranslator::within_position_limit(SearchOptions search) const {
 
 int64_t IdTranslator::vocab_size() const { return models_.front()->config().vocab_size; }
 
+int64_t IdTranslator::decoder_layers() const { return models_.front()->config().decoder_layers; }
+
 std::vector<IdTranslation> IdTranslator::translate(std::vector<std::vector<int64_t>> sources) {
   return translate_with(std::move(sources), *search_, options_.search);
 }

@@ -133,6 +133,8 @@ class IdTranslator {
   AttentionMaps attention(const std::vector<int64_t>& source_ids, const std::vector<int64_t>& hypothesis_ids);
 
   int64_t vocab_size() const;
+  /// The first model's decoder layers: the cross-attention layers attention() returns.
+  int64_t decoder_layers() const;
   /// The longest source read, in subwords: max_source_len, or less where a model with learned
   /// positions cannot place more. Longer sources are truncated to it and flagged.
   int64_t source_limit() const { return source_limit_; }

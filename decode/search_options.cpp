@@ -17,6 +17,15 @@ void validate(const SearchOptions& options) {
     throw std::invalid_argument(option_name("nbest") + " " + std::to_string(options.nbest) +
                                 ": must be between 1 and " + option_name("beam") + " " + std::to_string(options.beam));
   }
+  if (!std::isfinite(options.length_penalty)) {
+    throw std::invalid_argument(option_name("length_penalty") + " must be a finite number");
+  }
+  if (!std::isfinite(options.unk_penalty)) {
+    throw std::invalid_argument(option_name("unk_penalty") + " must be a finite number");
+  }
+  if (!std::isfinite(options.max_len_a)) {
+    throw std::invalid_argument(option_name("max_len_a") + " must be a finite number");
+  }
   if (options.max_len_a < 0 || options.max_len_b < 0 || (options.max_len_a == 0 && options.max_len_b == 0)) {
     throw std::invalid_argument(option_name("max_len_a") + "/" + option_name("max_len_b") +
                                 " must be >= 0 and allow at least one token");
@@ -38,7 +47,11 @@ void validate(const SearchOptions& options) {
 }
 
 int64_t max_output_length(int64_t source_length, const SearchOptions& options) {
-  auto length = static_cast<int64_t>(options.max_len_a * static_cast<double>(source_length)) + options.max_len_b;
+  // Saturates instead of overflowing when a huge --max-len-a or --max-len-b asks for no limit.
+  constexpr int64_t kUnbounded = int64_t{1} << 62;
+  const double scaled = options.max_len_a * static_cast<double>(source_length);
+  int64_t length = scaled < static_cast<double>(kUnbounded) ? static_cast<int64_t>(scaled) : kUnbounded;
+  length = options.max_len_b < kUnbounded - length ? length + options.max_len_b : kUnbounded;
   if (options.max_len_limit > 0) length = std::min(length, options.max_len_limit);
   return std::max<int64_t>(length, 1);
 }

@@ -62,6 +62,13 @@ expect_code 0 "translate --alignment hard (text)"
 run "$TFM" translate --model "$model" --input "$WORK/three.en" --alignment soft
 expect_code 2 "--alignment soft in text"
 expect_one_line_error "--alignment soft in text"
+run "$TFM" --log-level warn translate --model "$model" --input "$WORK/three.en" --alignment hard --alignment-layer 99
+expect_code 2 "--alignment-layer past the model's layers"
+expect_one_line_error "--alignment-layer past the model's layers"  # known once the model is loaded
+expect_contains "$err" "decoder layers" "--alignment-layer past the model's layers"
+run "$TFM" translate --model "$model" --input "$WORK/three.en" --alignment-layer 0
+expect_code 2 "--alignment-layer without --alignment"
+expect_one_line_error "--alignment-layer without --alignment"
 
 # Training curves: one run and two, as SVG, HTML and JSON.
 run "$TFM" plot --metrics "$WORK/a/metrics.jsonl" "$WORK/b/metrics.jsonl" --labels "run a" "run <b>" --out "$WORK/curves.svg"
