@@ -12,6 +12,10 @@ namespace {
 // Keys are the fields of the libraries' options structs; scripts/lint/flag_names.py checks that
 // every key a library names is here (or is known to have no flag).
 constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+    {"adam_beta1", "--adam-beta1"},
+    {"adam_beta2", "--adam-beta2"},
+    {"adam_eps", "--adam-eps"},
+    {"attention_dropout", "--attention-dropout"},
     {"attention_score", "--attention-score"},
     {"attention_window", "--attention-window"},
     {"average_last", "--average-last"},
@@ -27,6 +31,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"device", "--device"},
     {"dist_backend", "--dist-backend"},
     {"dist_timeout", "--dist-timeout"},
+    {"dropout", "--dropout"},
     {"dtype", "--dtype"},
     {"encoder_layers", "--encoder-layers"},
     {"heads", "--heads"},
@@ -58,6 +63,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"positions", "--positions"},
     {"preset", "--preset"},
     {"quantize", "--quantize"},
+    {"relu_dropout", "--relu-dropout"},
     {"sampling", "--sampling"},
     {"save_dir", "--save-dir"},
     {"save_interval_updates", "--save-interval-updates"},

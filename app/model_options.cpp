@@ -36,8 +36,8 @@ void add_model_options(CLI::App& command, ModelOptions& o) {
 ModelConfig build_config(const ModelOptions& o, int64_t vocab_size) {
   ModelConfig config = preset(o.preset);
   config.vocab_size = vocab_size;
-  auto set = [](auto& field, auto value) {
-    if (value >= 0) field = value;
+  auto set = [](auto& field, const auto& value) {
+    if (value) field = *value;
   };
   set(config.d_model, o.d_model);
   set(config.d_ff, o.d_ff);

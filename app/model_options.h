@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -9,13 +10,14 @@
 namespace tfm {
 
 /// Architecture flags: a preset plus an override flag for every hyperparameter.
-/// Unset overrides (negative numbers, empty strings) keep the preset's value.
+/// Unset overrides (no value, empty strings) keep the preset's value; a value given is checked
+/// (validate(ModelConfig)), so `--dropout -0.1` is an error, not the preset's dropout.
 struct ModelOptions {
   std::string preset = "auto";  // resolved by the command (train: by corpus size)
-  int64_t d_model = -1, d_ff = -1, heads = -1, encoder_layers = -1, decoder_layers = -1;
-  double dropout = -1, attention_dropout = -1, relu_dropout = -1;
+  std::optional<int64_t> d_model, d_ff, heads, encoder_layers, decoder_layers;
+  std::optional<double> dropout, attention_dropout, relu_dropout;
   std::string attention_score, positions, norm;
-  int64_t attention_window = -1, max_positions = -1;
+  std::optional<int64_t> attention_window, max_positions;
   bool untied = false;
 };
 

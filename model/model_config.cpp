@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -78,12 +79,13 @@ void validate(const ModelConfig& c) {
   require(c.vocab_size > 4, "vocabulary size " + std::to_string(c.vocab_size) + ": must exceed the 4 special tokens");
   require(c.d_model > 0 && c.d_ff > 0, option_name("d_model") + " and " + option_name("d_ff") + " must be positive");
   require(c.heads > 0 && c.d_model % c.heads == 0, option_name("heads") + " " + std::to_string(c.heads) +
-                                                       " must divide " + option_name("d_model") + " " +
+                                                       ": must be positive and divide " + option_name("d_model") + " " +
                                                        std::to_string(c.d_model));
   require(c.encoder_layers > 0 && c.decoder_layers > 0,
           option_name("encoder_layers") + " and " + option_name("decoder_layers") + " must be positive");
-  for (const double p : {c.dropout, c.attention_dropout, c.relu_dropout}) {
-    require(p >= 0.0 && p < 1.0, "dropout " + std::to_string(p) + ": must be in [0, 1)");
+  for (const auto& [key, p] : {std::pair{"dropout", c.dropout}, std::pair{"attention_dropout", c.attention_dropout},
+                               std::pair{"relu_dropout", c.relu_dropout}}) {
+    require(p >= 0.0 && p < 1.0, option_name(key) + " " + (std::ostringstream() << p).str() + ": must be in [0, 1)");
   }
   require(c.attention_window >= 0, option_name("attention_window") + " must be >= 0 (0 = unrestricted)");
   require(c.max_positions > 0, option_name("max_positions") + " must be positive");

@@ -13,8 +13,9 @@ void validate(const LrScheduleOptions& options) {
     throw std::invalid_argument(option_name("lr_scheduler") + " " + options.kind + ": expected noam or inverse_sqrt");
   }
   if (options.warmup < 1) throw std::invalid_argument(option_name("warmup") + " must be >= 1");
-  if (!(options.factor > 0) || !(options.peak_lr > 0))
-    throw std::invalid_argument(option_name("lr_factor") + " and " + option_name("lr") + " must be > 0");
+  if (!(options.factor > 0 && std::isfinite(options.factor)) ||
+      !(options.peak_lr > 0 && std::isfinite(options.peak_lr)))
+    throw std::invalid_argument(option_name("lr_factor") + " and " + option_name("lr") + " must be finite and > 0");
   if (!(options.cooldown >= 0 && options.cooldown <= 1)) {
     throw std::invalid_argument(option_name("lr_cooldown") + " must be a fraction of the budget in [0, 1]");
   }

@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "text/option_names.h"
 
@@ -21,6 +23,11 @@ void validate(const TrainOptions& o) {
   require(o.sub_batches >= 0, option_name("sub_batches") + " must be >= 0 (0 = auto)");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, option_name("label_smoothing") + " must be in [0, 1)");
   require(o.clip_norm >= 0, option_name("clip_norm") + " must be >= 0");
+  // Adam's own checks, made here so that the message names the flag and comes before any work.
+  for (const auto& [key, beta] : {std::pair{"adam_beta1", o.adam_beta1}, std::pair{"adam_beta2", o.adam_beta2}}) {
+    require(beta >= 0 && beta < 1, option_name(key) + " must be in [0, 1)");
+  }
+  require(o.adam_eps >= 0 && std::isfinite(o.adam_eps), option_name("adam_eps") + " must be a finite number >= 0");
   require(o.max_epochs >= 0 && o.max_updates >= 0 && o.time_limit_minutes >= 0,
           option_name("max_epochs") + ", " + option_name("max_updates") + " and " + option_name("time_limit") +
               " must be >= 0");

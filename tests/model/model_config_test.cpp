@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace tfm {
@@ -71,6 +73,17 @@ TEST(ModelConfig, ValidateNamesTheProblem) {
   config.vocab_size = 1000;
   config.dropout = 1.0;
   EXPECT_THROW(validate(config), std::invalid_argument);
+  for (const double bad : {-0.1, 1.0, std::nan("")}) {
+    config = preset("base");
+    config.vocab_size = 1000;
+    config.relu_dropout = bad;
+    try {
+      validate(config);
+      ADD_FAILURE() << "relu_dropout " << bad << " accepted";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find("relu_dropout"), std::string::npos) << error.what();
+    }
+  }
 }
 
 }  // namespace

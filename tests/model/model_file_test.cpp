@@ -230,7 +230,8 @@ TEST(ModelFile, ADamagedConfigIsAnErrorBeforeTheModelIsBuilt) {
   ModelConfig odd = small_config();
   odd.heads = 3;
   const std::string invalid = forge_header(dir / "odd.pt", format, version, nlohmann::json(odd).dump());
-  EXPECT_NE(invalid.find("odd.pt: damaged model config (heads 3 must divide d_model 16)"), std::string::npos)
+  EXPECT_NE(invalid.find("odd.pt: damaged model config (heads 3: must be positive and divide d_model 16)"),
+            std::string::npos)
       << invalid;
 }
 

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "data/batching.h"
 #include "model/model_file.h"
@@ -71,6 +74,12 @@ TEST(LrSchedule, CooldownFallsLinearlyToZeroOverTheEndOfTheBudget) {
   EXPECT_THROW(validate(options), std::invalid_argument);
   options.cooldown = -0.1;
   EXPECT_THROW(validate(options), std::invalid_argument);
+  options = LrScheduleOptions();
+  options.factor = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options = LrScheduleOptions();
+  options.peak_lr = std::nan("");
+  EXPECT_THROW(validate(options), std::invalid_argument);
 }
 
 TEST(Trainer, TinyModelOverfitsAHandfulOfPairs) {
@@ -120,6 +129,29 @@ TEST(Trainer, ACooldownWithoutABudgetIsAnError) {
   task.options.lr.cooldown = 0.2;
   EXPECT_THROW(validate(task.options), std::invalid_argument);
   task.options.time_limit_minutes = 1;
+  EXPECT_NO_THROW(validate(task.options));
+}
+
+TEST(Trainer, AdamSettingsOutsideTheirRangeAreErrorsNamingThem) {
+  // LibTorch's own checks would say "Invalid beta parameter at index 0" once training had begun.
+  const double nan = std::nan("");
+  for (const auto& [key, value] :
+       {std::pair{"adam_beta1", 1.0}, std::pair{"adam_beta1", -0.1}, std::pair{"adam_beta2", nan},
+        std::pair{"adam_eps", -1e-9}, std::pair{"adam_eps", std::numeric_limits<double>::infinity()}}) {
+    ToyTask task;
+    if (std::string(key) == "adam_beta1") task.options.adam_beta1 = value;
+    if (std::string(key) == "adam_beta2") task.options.adam_beta2 = value;
+    if (std::string(key) == "adam_eps") task.options.adam_eps = value;
+    try {
+      validate(task.options);
+      ADD_FAILURE() << key << " " << value << " accepted";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(key), std::string::npos) << error.what();
+    }
+  }
+  ToyTask task;
+  task.options.adam_beta1 = 0.0;
+  task.options.adam_eps = 0.0;
   EXPECT_NO_THROW(validate(task.options));
 }
 
