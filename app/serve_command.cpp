@@ -66,8 +66,14 @@ std::vector<std::string> read_api_keys(const std::string& path) {
 
 void validate(const ServeCommandOptions& o) {
   if (o.server.port < 0 || o.server.port > 65535) throw std::invalid_argument("--port must be within 0 and 65535");
-  if (o.batch_wait_ms < 0) throw std::invalid_argument("--batch-wait-ms must be >= 0");
-  if (!(o.request_timeout > 0)) throw std::invalid_argument("--request-timeout must be > 0 seconds");
+  // Durations become std::chrono counts added to clock readings: bounded, so that they cannot overflow.
+  constexpr double kDay = 86400;
+  if (!(o.request_timeout > 0 && o.request_timeout <= kDay)) {
+    throw std::invalid_argument("--request-timeout must be > 0 and at most 86400 seconds (a day)");
+  }
+  if (!(o.batch_wait_ms >= 0 && o.batch_wait_ms <= kDay * 1000)) {
+    throw std::invalid_argument("--batch-wait-ms must be >= 0 and at most a day");
+  }
   if (o.server.max_body_bytes < 1) throw std::invalid_argument("--max-body-bytes must be >= 1");
   if (o.server.limits.max_sentences_per_request < 1)
     throw std::invalid_argument("--max-sentences-per-request must be >= 1");
@@ -75,7 +81,9 @@ void validate(const ServeCommandOptions& o) {
     throw std::invalid_argument("--max-queue-sentences must be >= --max-sentences-per-request");
   }
   if (o.server.http_threads < 1) throw std::invalid_argument("--http-threads must be >= 1");
-  if (o.read_timeout < 1) throw std::invalid_argument("--read-timeout must be >= 1 second");
+  if (o.read_timeout < 1 || o.read_timeout > kDay) {
+    throw std::invalid_argument("--read-timeout must be within 1 and 86400 seconds (a day)");
+  }
   if (o.server.workers < 0) throw std::invalid_argument("--workers must be >= 0 (0: one per core)");
   if (o.server.limits.max_beam < 1) throw std::invalid_argument("--max-beam must be >= 1");
   // A request that names no beam decodes with --beam, and POST /v1/translate holds every beam to --max-beam.

@@ -45,6 +45,15 @@ stop_server() {
 # A default beam a request could not ask for is refused at start, not on every request.
 "$TFM" serve --model "en-de=$model" --port 0 --beam 5 --max-beam 4 2> "$WORK/beam.log" && fail "--beam over --max-beam started"
 grep -q -- "--beam (5) must be <= --max-beam (4)" "$WORK/beam.log" || fail "--beam over --max-beam: $(cat "$WORK/beam.log")"
+# Durations that are not numbers, or that would overflow a clock reading, are refused at start
+# (\`timeout\` only ends a server that wrongly started; the refusal comes before the model loads).
+for flags in "--batch-wait-ms nan" "--batch-wait-ms inf" "--request-timeout inf" "--request-timeout 1e300" \
+  "--read-timeout 9223372036854775807"; do
+  # shellcheck disable=SC2086
+  run timeout 120 "$TFM" serve --model "en-de=$model" --port 0 $flags
+  expect_code 2 "serve $flags"
+  expect_one_line_error "serve $flags"
+done
 
 start_server main --max-body-bytes 4096 --max-sentences-per-request 10
 python3 "$check" parity "$port" "$WORK/in.en" "$WORK/expected.de" 16 || fail "parity"
