@@ -115,7 +115,12 @@ void run_plot(const PlotOptions& o) {
     throw std::invalid_argument("give either --metrics FILE... (training curves) or --positions --model M.pt");
   }
   if (o.positions && o.model.empty()) throw std::invalid_argument("--positions needs --model M.pt");
-  if (o.max_position < 2) throw std::invalid_argument("--max-position must be at least 2");
+  // The dot-product map has a cell per pair of positions: 2048 makes a 60 MB file in ~0.6 GB.
+  constexpr int64_t kMostPositions = 2048;
+  if (o.max_position < 2 || o.max_position > kMostPositions) {
+    throw std::invalid_argument("--max-position " + std::to_string(o.max_position) + ": must be within 2 and " +
+                                std::to_string(kMostPositions) + " (the picture has a cell per pair of positions)");
+  }
   const std::string format = format_of(o);
   if (format != "svg" && format != "html" && format != "json") {
     throw std::invalid_argument("--format " + format + ": expected svg, html or json");

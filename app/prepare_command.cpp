@@ -27,6 +27,11 @@ struct PrepareCommandOptions {
 };
 
 void validate(const PrepareCommandOptions& options) {
+  // Checked here, where it has this command's name: the tokenizer library calls it max_sentences,
+  // which on the command line is also training's batch limit.
+  if (options.corpus.tokenizer.max_sentences < 0) {
+    throw std::invalid_argument("--tokenizer-sample must be >= 0 (0: the whole corpus)");
+  }
   validate(options.corpus);
   if (options.corpus.prepare.cleaning.max_len + 1 > options.report_max_tokens) {
     throw std::invalid_argument("--max-tokens " + std::to_string(options.report_max_tokens) +

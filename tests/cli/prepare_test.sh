@@ -74,6 +74,10 @@ expect_one_line_error "--spm with --vocab-size"
 run "$TFM" prepare --train-tsv "$WORK/train.tsv" --spm "$WORK/prepared/spm.model" --out "$WORK/x" --max-len-ratio 0.5
 expect_code 2 "bad --max-len-ratio"
 expect_contains "$err" "--max-len-ratio" "bad --max-len-ratio names the flag"
+run "$TFM" prepare --train-tsv "$WORK/train.tsv" --out "$WORK/x" --tokenizer-sample -1
+expect_code 2 "bad --tokenizer-sample"
+expect_one_line_error "bad --tokenizer-sample"
+expect_contains "$err" "--tokenizer-sample" "bad --tokenizer-sample names the flag"
 
 # The dataset file starts with its magic (loading corrupt files is covered by dataset_file_test).
 [ "$(head -c 7 "$WORK/prepared/train.bin")" = "TFMDATA" ] || fail "train.bin does not start with its magic"
