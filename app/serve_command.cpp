@@ -13,6 +13,7 @@
 #include "app/model_loading.h"
 #include "app/runtime_options.h"
 #include "app/stop_signal.h"
+#include "decode/search_options.h"
 #include "model/packed_weight.h"
 #include "runtime/allocator.h"
 #include "runtime/onednn_cache.h"
@@ -85,7 +86,9 @@ void validate(const ServeCommandOptions& o) {
     throw std::invalid_argument("--read-timeout must be within 1 and 86400 seconds (a day)");
   }
   if (o.server.workers < 0) throw std::invalid_argument("--workers must be >= 0 (0: one per core)");
-  if (o.server.limits.max_beam < 1) throw std::invalid_argument("--max-beam must be >= 1");
+  if (o.server.limits.max_beam < 1 || o.server.limits.max_beam > kLargestBeam) {
+    throw std::invalid_argument("--max-beam must be within 1 and " + std::to_string(kLargestBeam));
+  }
   // A request that names no beam decodes with --beam, and POST /v1/translate holds every beam to --max-beam.
   if (o.decoding.translator.search.beam > o.server.limits.max_beam) {
     throw std::invalid_argument("--beam (" + std::to_string(o.decoding.translator.search.beam) +

@@ -21,7 +21,10 @@ torch::Tensor sampling_logits(const torch::Tensor& log_probs, const SamplingOpti
     const auto [sorted, order] = logits.sort(1, /*descending=*/true);  // [N, V]
     // Probability mass before each token (in the sorted order): a token stays while that is below p.
     const auto before = sorted.softmax(1).cumsum(1) - sorted.softmax(1);
-    const auto drop_sorted = before >= options.top_p;  // the first token has 0 before it: always kept
+    // The most probable token is always kept: a p below float32's smallest number rounds to 0,
+    // which the first token's 0 before it would reach.
+    const auto drop_sorted = before >= options.top_p;
+    drop_sorted.narrow(1, 0, 1).fill_(false);
     logits = logits.masked_fill(torch::zeros_like(drop_sorted).scatter(1, order, drop_sorted), kNegInf);
   }
   return logits;

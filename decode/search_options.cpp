@@ -12,7 +12,9 @@
 namespace tfm {
 
 void validate(const SearchOptions& options) {
-  if (options.beam < 1) throw std::invalid_argument(option_name("beam") + " must be >= 1");
+  if (options.beam < 1 || options.beam > kLargestBeam) {
+    throw std::invalid_argument(option_name("beam") + " must be within 1 and " + std::to_string(kLargestBeam));
+  }
   if (options.nbest < 1 || options.nbest > options.beam) {
     throw std::invalid_argument(option_name("nbest") + " " + std::to_string(options.nbest) +
                                 ": must be between 1 and " + option_name("beam") + " " + std::to_string(options.beam));

@@ -40,10 +40,10 @@ TEST(FlagNames, LibraryErrorsNameTheFieldForCallersAndTheFlagOnTheCommandLine) {
   SearchOptions search;
   search.beam = 0;
   EXPECT_EQ(validation_error(batching), "max_tokens 1: must be at least 2");
-  EXPECT_EQ(validation_error(search), "beam must be >= 1");
+  EXPECT_EQ(validation_error(search), "beam must be within 1 and 1024");
   const FlagSpelling flags;
   EXPECT_EQ(validation_error(batching), "--max-tokens 1: must be at least 2");
-  EXPECT_EQ(validation_error(search), "--beam must be >= 1");
+  EXPECT_EQ(validation_error(search), "--beam must be within 1 and 1024");
   EXPECT_EQ(option_name("chrf_char_order"), "chrf_char_order");
 }
 

@@ -28,6 +28,11 @@ run "$TFM" tokenizer encode --model m.model --bogus
 expect_code 2 "unknown subcommand flag"
 expect_one_line_error "unknown subcommand flag"
 
+# More threads than a process can start failed mid-run ("Resource temporarily unavailable").
+run "$TFM" --threads 100000 tokenizer encode --model m.model
+expect_code 2 "--threads 100000"
+expect_one_line_error "--threads 100000"
+
 run "$TFM" --log-level loud tokenizer encode --model m.model
 expect_code 2 "bad --log-level"
 expect_one_line_error "bad --log-level"

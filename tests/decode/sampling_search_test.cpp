@@ -89,6 +89,12 @@ TEST(SamplingSearch, LogitsKeepTheTopKAndTheNucleus) {
   EXPECT_TRUE(std::isfinite(p[0][1].item<float>()));
   EXPECT_EQ(p[0][2].item<float>(), kNegInf);
   EXPECT_EQ(p[0][3].item<float>(), kNegInf);
+  for (const double tiny : {1e-6, 1e-300, std::numeric_limits<double>::denorm_min()}) {
+    nucleus.top_p = tiny;  // below float32's smallest number too: still the most probable token
+    const auto top = sampling_logits(log_probs, nucleus);
+    EXPECT_NEAR(top[0][0].item<float>(), std::log(0.5), 1e-6) << "top_p " << tiny;
+    EXPECT_EQ(top[0][1].item<float>(), kNegInf) << "top_p " << tiny;
+  }
   SamplingOptions warm;
   warm.temperature = 2.0;  // flatter: every token stays, each log-probability halved
   const auto t = sampling_logits(log_probs, warm);

@@ -19,6 +19,12 @@ TEST(SearchOptions, BeamAndNBestAreValidated) {
   options = SearchOptions();
   options.beam = 0;
   EXPECT_THROW(validate(options), std::invalid_argument);
+  for (const int64_t wide : {kLargestBeam + 1, std::numeric_limits<int64_t>::max()}) {
+    options.beam = wide;  // 2 * beam candidates once overflowed
+    EXPECT_THROW(validate(options), std::invalid_argument) << wide;
+  }
+  options.beam = kLargestBeam;
+  EXPECT_NO_THROW(validate(options));
 }
 
 TEST(SearchOptions, NumbersThatAreNotNumbersAreRefused) {
