@@ -82,6 +82,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"update_freq", "--update-freq"},
     {"sub_batches", "--sub-batches"},
     {"valid_beam", "--valid-beam"},
+    {"valid_max_sentences", "--valid-max-sentences"},
     {"valid_src", "--valid-src"},
     {"valid_tgt", "--valid-tgt"},
     {"validate_every", "--validate-every"},

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   app.add_option("--threads", global.threads, "CPU threads for LibTorch (0 = all cores)")
-      ->check(CLI::Range(0, 1024))  // more than the system starts for a process fails mid-run
+      ->check(CLI::Range(0, tfm::kMostThreads))
       ->capture_default_str();
   app.add_flag("--plain-kernels", global.plain_kernels,
                "Run the paper's operations one by one (explicit attention, plain loss and Adam) instead of "

@@ -107,7 +107,10 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   if (o.distributed.backend != "auto" && o.distributed.backend != "gloo" && o.distributed.backend != "nccl") {
     throw std::invalid_argument("--dist-backend " + o.distributed.backend + ": expected auto, gloo or nccl");
   }
-  if (!(o.distributed.timeout_seconds > 0)) throw std::invalid_argument("--dist-timeout: must be positive");
+  // It becomes a count of milliseconds: bounded, so that the conversion cannot overflow.
+  if (!(o.distributed.timeout_seconds > 0 && o.distributed.timeout_seconds <= 7 * 86400)) {
+    throw std::invalid_argument("--dist-timeout: must be positive and at most 604800 seconds (a week)");
+  }
   const auto torchrun = read_torchrun_env();
   auto device = resolve(o.runtime);
   if (o.distributed.backend == "nccl" && !device.is_cuda()) {

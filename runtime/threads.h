@@ -2,6 +2,10 @@
 
 namespace tfm {
 
+/// The most threads tfm is asked to run side by side (--threads, and --sub-batches' one thread a
+/// part): far more than useful, and far fewer than a system refuses to start for one process.
+constexpr int kMostThreads = 1024;
+
 /// Sets LibTorch's intra-op thread count. `threads` <= 0 means default_threads().
 /// LibTorch's own default is not relied on: some builds default to a single thread.
 /// Returns the count in force afterwards.

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/threads.h"
 #include "text/option_names.h"
 
 namespace tfm {
@@ -20,7 +21,9 @@ void validate(const TrainOptions& o) {
   require(o.vocab_size > 4, option_name("vocab_size") + " must exceed the 4 special tokens");
   validate(o.batching);  // --max-tokens, --max-sentences
   require(o.update_freq >= 1, option_name("update_freq") + " must be >= 1");
-  require(o.sub_batches >= 0, option_name("sub_batches") + " must be >= 0 (0 = auto)");
+  require(o.sub_batches >= 0 && o.sub_batches <= kMostThreads,
+          option_name("sub_batches") + " must be within 0 (auto) and " + std::to_string(kMostThreads));
+  require(o.valid_max_sentences >= 0, option_name("valid_max_sentences") + " must be >= 0 (0 = all)");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, option_name("label_smoothing") + " must be in [0, 1)");
   require(o.clip_norm >= 0, option_name("clip_norm") + " must be >= 0");
   // Adam's own checks, made here so that the message names the flag and comes before any work.
