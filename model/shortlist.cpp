@@ -145,9 +145,12 @@ void validate(const ShortlistOptions& options) {
     throw std::invalid_argument(option_name("shortlist_frequent") + " " + std::to_string(options.frequent) +
                                 ": must be at least 0");
   }
-  if (options.iterations < 0) {
+  // IBM Model 1's ranking settles within a handful of iterations (5 by default); a count far past
+  // that is a typo, and each one passes over the whole corpus without a word in the log.
+  constexpr int64_t kMostIterations = 100;
+  if (options.iterations < 0 || options.iterations > kMostIterations) {
     throw std::invalid_argument(option_name("shortlist_iterations") + " " + std::to_string(options.iterations) +
-                                ": must be at least 0");
+                                ": must be within 0 and " + std::to_string(kMostIterations));
   }
 }
 

@@ -127,10 +127,12 @@ run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-
   --out "$WORK/bad.pt" --shortlist-per-source 0
 expect_code 2 "--shortlist-per-source 0"
 expect_contains "$err" "--shortlist-per-source 0: must be at least 1" "--shortlist-per-source 0"
-run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
-  --out "$WORK/bad.pt" --shortlist-iterations -1
-expect_code 2 "--shortlist-iterations -1"
-expect_contains "$err" "--shortlist-iterations -1: must be at least 0" "--shortlist-iterations -1"
+for iterations in -1 1000000; do  # a million passes over the corpus ran silently for hours
+  run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
+    --out "$WORK/bad.pt" --shortlist-iterations $iterations
+  expect_code 2 "--shortlist-iterations $iterations"
+  expect_contains "$err" "--shortlist-iterations $iterations: must be within 0 and 100" "--shortlist-iterations $iterations"
+done
 run "$TFM" shortlist --model "$model" --train-src "$WORK/data/train.en" --train-tgt "$WORK/data/train.de" \
   --out "$WORK/bad.pt" --calibration-pairs -1
 expect_code 2 "--calibration-pairs -1"
