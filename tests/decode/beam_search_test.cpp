@@ -265,12 +265,14 @@ class ScriptedScorer : public Scorer {
   Script script_;
 };
 
+/// From the start: token 4 (0.5) or 5 (0.4) or eos (0.1); after one token: eos (0.9) or 6 (0.1).
+std::vector<double> four_or_five_then_eos(const std::vector<int64_t>& prefix) {
+  if (prefix.empty()) return {1e-9, 1e-9, 1e-9, 0.1, 0.5, 0.4, 1e-9};
+  return {1e-9, 1e-9, 1e-9, 0.9, 1e-9, 1e-9, 0.1};
+}
+
 TEST(BeamSearch, ScriptedNBestIsExact) {
-  // From the start: token 4 (0.5) or 5 (0.4) or eos (0.1); after one token: eos (0.9) or 6 (0.1).
-  ScriptedScorer scorer(7, [](const std::vector<int64_t>& prefix) {
-    if (prefix.empty()) return std::vector<double>{1e-9, 1e-9, 1e-9, 0.1, 0.5, 0.4, 1e-9};
-    return std::vector<double>{1e-9, 1e-9, 1e-9, 0.9, 1e-9, 1e-9, 0.1};
-  });
+  ScriptedScorer scorer(7, four_or_five_then_eos);
   SearchOptions options;
   options.beam = 3;
   options.nbest = 3;
@@ -290,10 +292,7 @@ TEST(BeamSearch, ScriptedNBestIsExact) {
 TEST(BeamSearch, AnUnboundedMaximumLengthStillEndsOnceNoLiveBeamCanWin) {
   // ScriptedNBestIsExact's script with no length limit to speak of: the stopping rule, not the
   // limit, ends the search, and it must not walk the lengths up to the limit to find that out.
-  ScriptedScorer scorer(7, [](const std::vector<int64_t>& prefix) {
-    if (prefix.empty()) return std::vector<double>{1e-9, 1e-9, 1e-9, 0.1, 0.5, 0.4, 1e-9};
-    return std::vector<double>{1e-9, 1e-9, 1e-9, 0.9, 1e-9, 1e-9, 0.1};
-  });
+  ScriptedScorer scorer(7, four_or_five_then_eos);
   for (const double alpha : {0.0, 1.0, -0.5}) {
     SearchOptions options;
     options.beam = 3;
