@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "app/tensor_matrix.h"
+#include "text/unicode_text.h"
 #include "viz/heatmap.h"
 
 namespace tfm {
@@ -51,8 +52,10 @@ AttentionPages::AttentionPages(std::filesystem::path dir) : dir_(std::move(dir))
   }
 }
 
-void AttentionPages::write(size_t line_number, const std::string& source, const std::string& translation,
+void AttentionPages::write(size_t line_number, const std::string& input_line, const std::string& translation,
                            const SentenceAttention& attention) {
+  // The input line as the model read it: its invalid bytes as U+FFFD, as JSON and HTML need.
+  const std::string source = replace_invalid_utf8(input_line);
   char stem[32];
   std::snprintf(stem, sizeof(stem), "line-%06zu", line_number);
   const auto page = make_attention_page(attention, "line " + std::to_string(line_number), source, translation);

@@ -17,8 +17,8 @@ class AttentionPages {
  public:
   /// Creates DIR; throws std::runtime_error when it cannot.
   explicit AttentionPages(std::filesystem::path dir);
-  /// Writes the page of input line `line_number`.
-  void write(size_t line_number, const std::string& source, const std::string& translation,
+  /// Writes the page of input line `line_number` (invalid UTF-8 in it shown as U+FFFD).
+  void write(size_t line_number, const std::string& input_line, const std::string& translation,
              const SentenceAttention& attention);
   /// Writes DIR/index.html (pages written so far).
   void finish() const;

@@ -13,6 +13,7 @@
 #include "app/position_maps.h"
 #include "app/training_curves.h"
 #include "model/model_file.h"
+#include "text/unicode_text.h"
 #include "viz/heatmap.h"
 #include "viz/line_chart.h"
 #include "viz/svg.h"
@@ -65,7 +66,9 @@ void plot_metrics(const PlotOptions& o, const std::string& format) {
   for (size_t i = 0; i < o.metrics.size(); ++i) {
     const auto path = std::filesystem::absolute(o.metrics[i]);
     runs.push_back(
-        read_training_run(o.metrics[i], o.labels.empty() ? path.parent_path().filename().string() : o.labels[i]));
+        // Labels go into SVG, HTML and JSON, which need UTF-8; a directory name need not be.
+        read_training_run(o.metrics[i], replace_invalid_utf8(o.labels.empty() ? path.parent_path().filename().string()
+                                                                              : o.labels[i])));
   }
   const std::string title = "training curves: " + std::to_string(runs.size()) + " run" + (runs.size() > 1 ? "s" : "");
   write_output(o, format, format == "json" ? "" : line_charts(training_panels(runs), 2, title), training_json(runs),

@@ -70,6 +70,19 @@ run "$TFM" translate --model "$model" --input "$WORK/three.en" --alignment-layer
 expect_code 2 "--alignment-layer without --alignment"
 expect_one_line_error "--alignment-layer without --alignment"
 
+# Invalid UTF-8 in an input line or a label is shown as U+FFFD: it once ended the run with a
+# JSON library error, the line untranslated.
+printf 'three \xff four\n' > "$WORK/invalid.en"
+run "$TFM" translate --model "$model" --input "$WORK/invalid.en" --attention-out "$WORK/invalid-pages" --max-len-b 8 --max-len-a 0
+expect_code 0 "translate --attention-out, a line with invalid UTF-8"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "a line with invalid UTF-8: expected one output line, got: $out"
+python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/invalid-pages/line-000001.json" ||
+  fail "the page of a line with invalid UTF-8 is not UTF-8 JSON"
+run "$TFM" plot --metrics "$WORK/a/metrics.jsonl" --labels "$(printf 'run \xff')" --out "$WORK/invalid-label.json"
+expect_code 0 "plot --labels with invalid UTF-8"
+python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/invalid-label.json" ||
+  fail "plot --labels with invalid UTF-8 wrote no UTF-8 JSON"
+
 # Training curves: one run and two, as SVG, HTML and JSON.
 run "$TFM" plot --metrics "$WORK/a/metrics.jsonl" "$WORK/b/metrics.jsonl" --labels "run a" "run <b>" --out "$WORK/curves.svg"
 expect_code 0 "plot two runs"
