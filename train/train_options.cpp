@@ -8,6 +8,7 @@
 
 #include "runtime/threads.h"
 #include "text/option_names.h"
+#include "text/unicode_text.h"
 
 namespace tfm {
 
@@ -59,10 +60,12 @@ void validate(const TrainOptions& o) {
 bool has_budget(const TrainOptions& o) { return o.time_limit_minutes > 0 || o.max_updates > 0 || o.max_epochs > 0; }
 
 void to_json(nlohmann::json& json, const TrainOptions& o) {
-  json = {{"train_src", o.train_src},
-          {"train_tgt", o.train_tgt},
-          {"valid_src", o.valid_src},
-          {"valid_tgt", o.valid_tgt},
+  // A path is bytes and JSON is UTF-8: the record shows a path's invalid bytes as U+FFFD (it is
+  // read back for the recipe's numbers only, never to open the files).
+  json = {{"train_src", replace_invalid_utf8(o.train_src)},
+          {"train_tgt", replace_invalid_utf8(o.train_tgt)},
+          {"valid_src", replace_invalid_utf8(o.valid_src)},
+          {"valid_tgt", replace_invalid_utf8(o.valid_tgt)},
           {"vocab_size", o.vocab_size},
           {"max_len", o.cleaning.max_len},
           {"max_len_ratio", o.cleaning.max_len_ratio},

@@ -13,6 +13,7 @@
 #include "runtime/durable_file.h"
 #include "runtime/threads.h"
 #include "text/option_names.h"
+#include "text/unicode_text.h"
 
 namespace fs = std::filesystem;
 
@@ -26,7 +27,8 @@ nlohmann::json fingerprint(const TrainOptions& o) {
   auto file = [](const std::string& path) -> nlohmann::json {
     if (path.empty()) return nullptr;
     if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
-    return {{"path", fs::absolute(path).string()},
+    // As UTF-8 for JSON (invalid bytes as U+FFFD): size and time still tell two such paths apart.
+    return {{"path", replace_invalid_utf8(fs::absolute(path).string())},
             {"bytes", fs::file_size(path)},
             {"modified", fs::last_write_time(path).time_since_epoch().count()}};
   };

@@ -38,4 +38,15 @@ expect_code 0 "train on plain files"
 [ "$(vocabulary "$WORK/sgml" | sort)" = "$(vocabulary "$WORK/plain" | sort)" ] ||
   fail "SGML sets must give the vocabulary their sentences give as plain files"
 ls "$WORK"/tsv/prepared/*.tmp "$WORK"/sgml/*.tmp 2>/dev/null && fail "temporary tokenizer input left behind"
+
+# A file name that is not UTF-8 (Latin-1 "Übersetzung.de", say) is bytes to tfm: it once ended the
+# run at its first record with a JSON library error. Resuming finds the data it prepared.
+latin1="$WORK/$(printf '\xdcbersetzung').de"
+cp "$WORK/data/train.de" "$latin1"
+train --train-src "$WORK/data/train.en" --train-tgt "$latin1" --save-dir "$WORK/latin1"
+expect_code 0 "train on a file whose name is not UTF-8"
+run "$TFM" train --train-src "$WORK/data/train.en" --train-tgt "$latin1" --save-dir "$WORK/latin1" \
+  --preset tiny --d-model 32 --d-ff 64 --vocab-size 100 --max-tokens 1024 --max-updates 4 --keep-last 0
+expect_code 0 "resume on a file whose name is not UTF-8"
+expect_contains "$err" "using the prepared data cached" "resume on a file whose name is not UTF-8"
 finish
