@@ -46,9 +46,15 @@ ModelSpec parse_model_spec(const std::string& spec) {
   if (equals == std::string::npos) return {"", "", spec};
   const std::string pair = spec.substr(0, equals);
   const auto dash = pair.find('-');
-  if (dash == std::string::npos || dash == 0 || dash + 1 == pair.size() ||
+  // Codes go into every JSON answer (GET /languages): letters, digits and '_' ("en", "pt_BR").
+  const bool codes = std::all_of(pair.begin(), pair.end(), [](char c) {
+    return c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+  if (!codes || dash == std::string::npos || dash == 0 || dash + 1 == pair.size() ||
       pair.find('-', dash + 1) != std::string::npos) {
-    throw std::invalid_argument("--model " + spec + ": name the pair as SRC-TGT=FILE (e.g. en-de=model.pt)");
+    throw std::invalid_argument("--model " + spec +
+                                ": name the pair as SRC-TGT=FILE, codes of ASCII letters, digits and _ "
+                                "(e.g. en-de=model.pt)");
   }
   return {pair.substr(0, dash), pair.substr(dash + 1), spec.substr(equals + 1)};
 }
@@ -66,6 +72,7 @@ std::vector<std::string> read_api_keys(const std::string& path) {
 }
 
 void validate(const ServeCommandOptions& o) {
+  for (const auto& spec : o.models) parse_model_spec(spec);  // before anything is logged or loaded
   if (o.server.port < 0 || o.server.port > 65535) throw std::invalid_argument("--port must be within 0 and 65535");
   // Durations become std::chrono counts added to clock readings: bounded, so that they cannot overflow.
   constexpr double kDay = 86400;
