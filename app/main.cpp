@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -121,6 +122,11 @@ int main(int argc, char** argv) {
     spdlog::debug("LibTorch intra-op threads: {}", threads);
     tfm::set_fused_kernels(!global.plain_kernels);
     action();
+    // Results that never reached stdout (a full disk) must not end as a success.
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      throw std::runtime_error("standard output: cannot write");
+    }
   } catch (...) {
     const tfm::ErrorReport report = tfm::report_error(std::current_exception());
     leave(fail(app, report.exit_code, report.message));

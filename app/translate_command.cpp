@@ -165,6 +165,8 @@ void run_translate(const TranslateOptions& options) {
       write_result(out, translations[i], line_number, options, alignment ? &*alignment : nullptr);
     }
     out.flush();
+    // Stop at the first chunk that cannot be written (a full disk): not after translating the rest.
+    if (!out) throw std::runtime_error((options.output == "-" ? "standard output" : options.output) + ": cannot write");
     sentences += lines.size();
   }
   if (pages) {

@@ -32,6 +32,24 @@ expect_code 0 "translate odd input"
 [ "$(wc -l < "$WORK/odd.out")" = 6 ] || fail "6 input lines gave $(wc -l < "$WORK/odd.out") output lines"
 [ -z "$(sed -n 2p "$WORK/odd.out")" ] || fail "an empty line must give an empty line"
 grep -q "<stdin>:4: longer than 20 subwords (--max-source-len)" "$WORK/odd.err" || fail "no truncation warning naming line 4"
+# Translations that cannot be written (a full disk) are an error, never a success.
+if [ -w /dev/full ]; then
+  for target in stdout file; do
+    if [ $target = stdout ]; then
+      "$TFM" --log-level error translate --model "$model" < "$WORK/odd.txt" > /dev/full 2> "$WORK/full.err"
+    else
+      "$TFM" --log-level error translate --model "$model" --output /dev/full < "$WORK/odd.txt" 2> "$WORK/full.err"
+    fi
+    code=$?
+    err=$(cat "$WORK/full.err")
+    expect_code 3 "translate to a full disk ($target)"
+    expect_contains "$err" "cannot write" "translate to a full disk ($target)"
+  done
+  "$TFM" --log-level error eval --hyp "$WORK/odd.out" --ref "$WORK/odd.out" > /dev/full 2> "$WORK/full.err"
+  code=$?
+  err=$(cat "$WORK/full.err")
+  expect_code 3 "eval to a full disk"
+fi
 # A translation that takes the whole maximum output length may be cut short: the line is named.
 # --min-len 3 holds eos back until the 4th position, the last --max-len-b 4 allows.
 "$TFM" translate --model "$model" --max-len-a 0 --max-len-b 4 --min-len 3 < "$WORK/odd.txt" > "$WORK/cut.out" \
