@@ -29,6 +29,13 @@ void flush_directory(const std::string& file) {
 }  // namespace
 
 DurableFileWriter::DurableFileWriter(std::string path) : path_(std::move(path)), temporary_(path_ + ".tmp") {
+  // The rename would replace whatever holds the name: as root, /dev/full or /dev/stdout itself.
+  std::error_code error;
+  const auto status = std::filesystem::status(path_, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw std::runtime_error(path_ +
+                             ": not a regular file (tfm writes it beside its name, then renames it into place)");
+  }
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw std::runtime_error(path_ + ": cannot write (" + temporary_ + ": " + std::strerror(errno) + ")");

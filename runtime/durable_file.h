@@ -14,7 +14,8 @@ namespace tfm {
 /// that the rename itself is durable. Every file tfm must find intact later is written this way.
 class DurableFileWriter {
  public:
-  /// Opens PATH.tmp; std::runtime_error naming PATH when it cannot.
+  /// Opens PATH.tmp; std::runtime_error naming PATH when it cannot, or when PATH exists and is
+  /// not a regular file (a device, a directory: the rename would replace it).
   explicit DurableFileWriter(std::string path);
   /// Not committed (an exception on the way): the temporary file is removed, PATH is untouched.
   ~DurableFileWriter();

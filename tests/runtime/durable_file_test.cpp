@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
@@ -95,6 +96,26 @@ TEST(DurableFile, AnUnwritableDirectoryIsAnErrorNamingTheFile) {
   EXPECT_THROW(write_file_durably(path, "x"), std::runtime_error);
   EXPECT_THROW(copy_file_durably((dir / "absent").string(), (dir / "g.bin").string()), std::runtime_error);
   expect_only(dir, "");
+}
+
+TEST(DurableFile, ANameHeldByWhatIsNotARegularFileIsLeftAlone) {
+  // Renamed over, a device (/dev/full, as root) or a pipe would be replaced by the file.
+  testing::TempDir dir;
+  const auto pipe = dir / "pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const auto directory = dir / "directory";
+  std::filesystem::create_directory(directory);
+  for (const auto& path : {pipe, directory}) {
+    try {
+      write_file_durably(path.string(), "x");
+      ADD_FAILURE() << path << " was written over";
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
+  EXPECT_TRUE(std::filesystem::is_directory(directory));
+  EXPECT_FALSE(std::filesystem::exists(dir / "pipe.tmp"));
 }
 
 }  // namespace
