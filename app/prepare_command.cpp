@@ -14,6 +14,7 @@
 #include "data/batching.h"
 #include "data/prepare_corpus.h"
 #include "data/prepared_dir.h"
+#include "runtime/directory_lock.h"
 
 namespace tfm {
 namespace {
@@ -44,6 +45,11 @@ void validate(const PrepareCommandOptions& options) {
 void run_prepare(PrepareCommandOptions options) {
   validate(options);
   options.corpus.prepare.threads = torch::get_num_threads();  // --threads, all cores by default
+  std::error_code error;
+  std::filesystem::create_directories(options.out, error);
+  if (error) throw std::runtime_error(options.out + ": cannot create directory (" + error.message() + ")");
+  // Two preparations into one directory would mix one's tokenizer with the other's shards.
+  const DirectoryLock lock(options.out, "--out", "tfm prepare");
   const PreparedCorpus corpus = prepare_corpus(options.corpus, options.out);
 
   // The report reads only the shards' headers and lengths, a few bytes a pair.

@@ -15,11 +15,11 @@
 #include "dist/distributed_group.h"
 #include "dist/torchrun_env.h"
 #include "model/model_file.h"
+#include "runtime/directory_lock.h"
 #include "runtime/onednn_cache.h"
 #include "runtime/precision.h"
 #include "train/checkpoint.h"
 #include "train/preset_recipe.h"
-#include "train/save_dir_lock.h"
 #include "train/trainer.h"
 #include "train/training_data.h"
 
@@ -120,8 +120,8 @@ void run_train(TrainCommandOptions& o, const CLI::App& cmd) {
   const auto group = join_group(o.distributed, torchrun, o.runtime, device);  // outlives the trainer
   const bool main_rank = !group || group->is_main();
   std::filesystem::create_directories(o.train.save_dir);
-  std::optional<SaveDirLock> lock;  // held until training ends, by the rank that writes
-  if (main_rank) lock.emplace(o.train.save_dir);
+  std::optional<DirectoryLock> lock;  // held until training ends, by the rank that writes
+  if (main_rank) lock.emplace(o.train.save_dir, "--save-dir", "tfm train");
   const std::string last = (std::filesystem::path(o.train.save_dir) / "checkpoint_last.pt").string();
   const bool resuming = !o.train.no_resume && std::filesystem::exists(last);
   // Resuming opens checkpoint_last.pt four times (options, tokenizer, model, optimizer state);

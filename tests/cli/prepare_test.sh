@@ -79,6 +79,19 @@ expect_code 2 "bad --tokenizer-sample"
 expect_one_line_error "bad --tokenizer-sample"
 expect_contains "$err" "--tokenizer-sample" "bad --tokenizer-sample names the flag"
 
+# A directory another tfm prepare is writing is refused (flock(1) holds its lock here, as a
+# running preparation would): two would mix one's tokenizer with the other's shards.
+if command -v flock > /dev/null; then
+  mkdir -p "$WORK/busy"
+  run flock "$WORK/busy/.lock" "$TFM" prepare --train-tsv "$WORK/train.tsv" --spm "$WORK/prepared/spm.model" \
+    --out "$WORK/busy"
+  expect_code 3 "prepare into a directory in use"
+  expect_contains "$err" "--out $WORK/busy is in use by another tfm prepare" "prepare into a directory in use"
+  [ -e "$WORK/busy/train.bin" ] && fail "prepare wrote into a directory in use"
+  run "$TFM" prepare --train-tsv "$WORK/train.tsv" --spm "$WORK/prepared/spm.model" --out "$WORK/busy"
+  expect_code 0 "prepare into the directory once it is free"
+fi
+
 # The dataset file starts with its magic (loading corrupt files is covered by dataset_file_test).
 [ "$(head -c 7 "$WORK/prepared/train.bin")" = "TFMDATA" ] || fail "train.bin does not start with its magic"
 

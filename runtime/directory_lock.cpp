@@ -1,4 +1,4 @@
-#include "train/save_dir_lock.h"
+#include "runtime/directory_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,12 +9,10 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "text/option_names.h"
-
 namespace tfm {
 
-SaveDirLock::SaveDirLock(const std::string& save_dir) {
-  const std::string path = (std::filesystem::path(save_dir) / ".lock").string();
+DirectoryLock::DirectoryLock(const std::string& dir, const std::string& flag, const std::string& command) {
+  const std::string path = (std::filesystem::path(dir) / ".lock").string();
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": cannot open the lock file (" + std::strerror(errno) + ")");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -23,7 +21,7 @@ SaveDirLock::SaveDirLock(const std::string& save_dir) {
     ::close(fd_);
     fd_ = -1;
     const std::string pid = n > 0 ? std::string(holder, static_cast<size_t>(n)) : std::string("?");
-    throw std::runtime_error(option_name("save_dir") + " " + save_dir + " is in use by another tfm train (pid " +
+    throw std::runtime_error(flag + " " + dir + " is in use by another " + command + " (pid " +
                              pid.substr(0, pid.find('\n')) + "); wait for it or choose another directory");
   }
   // The holder's pid, for the message above (the lock itself is the flock, not the content).
@@ -33,7 +31,7 @@ SaveDirLock::SaveDirLock(const std::string& save_dir) {
   }
 }
 
-SaveDirLock::~SaveDirLock() {
+DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing drops the flock
 }
 
