@@ -155,7 +155,7 @@ void translate_source(const EvalCommandOptions& options, EvalInputs& inputs) {
   if (!options.output.empty()) {
     std::ofstream out(options.output);
     for (const auto& hyp : inputs.hyps) out << hyp << '\n';
-    if (!out) throw std::runtime_error(options.output + ": cannot write");
+    if (!out.flush()) throw std::runtime_error(options.output + ": cannot write");  // a full disk shows at the flush
   }
 }
 

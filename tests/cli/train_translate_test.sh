@@ -49,6 +49,11 @@ if [ -w /dev/full ]; then
   code=$?
   err=$(cat "$WORK/full.err")
   expect_code 3 "eval to a full disk"
+  head -3 "$WORK/data/test.en" > "$WORK/three.en"
+  head -3 "$WORK/data/test.de" > "$WORK/three.de"
+  run "$TFM" --log-level error eval --model "$model" --src "$WORK/three.en" --ref "$WORK/three.de" --output /dev/full
+  expect_code 3 "eval --output to a full disk"
+  expect_contains "$err" "/dev/full: cannot write" "eval --output to a full disk"
 fi
 # A translation that takes the whole maximum output length may be cut short: the line is named.
 # --min-len 3 holds eos back until the 4th position, the last --max-len-b 4 allows.
