@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "decode/search_options.h"
 #include "runtime/threads.h"
 #include "text/option_names.h"
 #include "text/unicode_text.h"
@@ -40,7 +41,8 @@ void validate(const TrainOptions& o) {
               option_name("save_interval_updates") + " must be >= 0");
   require(o.keep_last >= 0, option_name("keep_last") + " must be >= 0");
   require(o.average_last >= 0, option_name("average_last") + " must be >= 0");
-  require(o.valid_beam >= 1, option_name("valid_beam") + " must be >= 1");
+  require(o.valid_beam >= 1 && o.valid_beam <= kLargestBeam,
+          option_name("valid_beam") + " must be within 1 and " + std::to_string(kLargestBeam));
   require(o.best_metric == "bleu" || o.best_metric == "loss",
           option_name("best_metric") + " " + o.best_metric + ": expected bleu or loss");
   require(o.log_interval >= 1, option_name("log_interval") + " must be >= 1");

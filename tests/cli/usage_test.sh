@@ -65,7 +65,7 @@ printf 'a b\n' > "$WORK/tiny.en"
 # A negative or NaN override is checked, not taken for "unset" (the preset's value).
 for flags in "--preset huge" "--d-model 30 --heads 4" "--dropout -0.1" "--relu-dropout nan" "--heads -4" \
   "--adam-beta1 1" "--adam-eps nan" "--lr-factor inf" "--sub-batches 9223372036854775807" \
-  "--valid-max-sentences -1" "--dist-timeout inf"; do
+  "--valid-max-sentences -1" "--dist-timeout inf" "--valid-beam 2000"; do
   # shellcheck disable=SC2086
   run "$TFM" train --train-src "$WORK/tiny.en" --train-tgt "$WORK/tiny.en" --save-dir "$WORK/never" $flags
   expect_code 2 "train $flags"
