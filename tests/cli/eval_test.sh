@@ -106,7 +106,8 @@ expect_code 0 "--confidence"
 expect_contains "$out" "BLEU|nrefs:1|bs:50|seed:12345|" "--confidence signature"
 [ "$(printf '%s\n' "$out" | grep -c ' = [0-9.]* (μ = [0-9.]* ± [0-9.]*)')" = 2 ] ||
   fail "--confidence: each score followed by its interval: $out"
-for bad in "--confidence --sentence-level" "--confidence --paired-bs --hyp $WORK/better.txt" "--confidence --confidence-n 0"; do
+for bad in "--confidence --sentence-level" "--confidence --paired-bs --hyp $WORK/better.txt" "--confidence --confidence-n 0" \
+  "--confidence --confidence-n 1000000000000" "--paired-bs --paired-bs-n 1000000000000 --hyp $WORK/better.txt"; do
   # shellcheck disable=SC2086 # the flags are meant to split
   run "$TFM" eval --hyp "$WORK/hyp.txt" --ref "$WORK/ref.txt" $bad
   expect_code 2 "bad confidence flags: $bad"
