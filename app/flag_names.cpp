@@ -59,6 +59,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
     {"no_repeat_ngram", "--no-repeat-ngram"},
     {"no_resume", "--no-resume"},
     {"norm", "--norm"},
+    {"normalization", "--normalization"},
     {"patience", "--patience"},
     {"positions", "--positions"},
     {"preset", "--preset"},

@@ -3,7 +3,10 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstdint>
+#include <limits>
 #include <regex>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -69,6 +72,17 @@ void validate(const TokenizerTrainOptions& options) {
   if (options.vocab_size <= kNumSpecialIds) {
     throw std::invalid_argument(option_name("vocab_size") + " " + std::to_string(options.vocab_size) +
                                 ": must exceed " + std::to_string(kNumSpecialIds) + " (the special tokens)");
+  }
+  // SentencePiece counts pieces in an int32 (past it: "cannot parse ... as int", after reading).
+  if (options.vocab_size > std::numeric_limits<int32_t>::max()) {
+    throw std::invalid_argument(option_name("vocab_size") + " " + std::to_string(options.vocab_size) +
+                                ": must be at most " + std::to_string(std::numeric_limits<int32_t>::max()));
+  }
+  // SentencePiece's built-in rules; another name failed only once its corpus had been read.
+  const std::set<std::string> rules = {"nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"};
+  if (rules.count(options.normalization) == 0) {
+    throw std::invalid_argument(option_name("normalization") + " " + options.normalization +
+                                ": expected nmt_nfkc, nfkc, nmt_nfkc_cf, nfkc_cf or identity");
   }
   if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
     throw std::invalid_argument(option_name("character_coverage") + " " + std::to_string(options.character_coverage) +

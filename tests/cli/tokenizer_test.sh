@@ -27,4 +27,12 @@ run "$TFM" tokenizer decode --model "$WORK/spm.model" --input "$WORK/bad_ids"
 expect_code 3 "decode of a non-id"
 expect_contains "$err" "$WORK/bad_ids:2" "bad id names file and line"
 
+# Settings SentencePiece would refuse only after reading the corpus are usage errors first.
+for bad in "--vocab-size 9223372036854775807" "--normalization nfc"; do
+  # shellcheck disable=SC2086 # the flags are meant to split
+  run "$TFM" tokenizer train --input "$WORK/corpus.gz" --output "$WORK/bad.model" $bad
+  expect_code 2 "tokenizer train $bad"
+  expect_one_line_error "tokenizer train $bad"
+done
+
 finish
