@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -82,6 +85,18 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
     const double start = now_seconds();
     all_reduce(totals, budget);
     totals.allreduce_seconds = now_seconds() - start;
+  }
+  // A diverged run stops before its step writes NaN into every weight: the checkpoints on disk
+  // stay the last good ones. The ranks hold the same summed loss, so all of them stop here.
+  // (One wait for the device per update, not per batch.)
+  const double loss = totals.loss.defined() ? totals.loss.item<double>() : 0.0;
+  if (!std::isfinite(loss)) {
+    optimizer_.zero_grad();
+    throw std::runtime_error("update " + std::to_string(update) + ": the loss is " + std::to_string(loss) +
+                             ": training diverged; the update was not applied, so the checkpoints hold the "
+                             "weights from before it (try a lower " +
+                             option_name("lr") + ", a longer " + option_name("warmup") + " or " +
+                             option_name("clip_norm") + " 1)");
   }
   // The summed loss over all accumulated batches, divided by their target tokens: a per-token
   // gradient however the update is split into batches.

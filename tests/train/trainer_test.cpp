@@ -98,6 +98,29 @@ TEST(Trainer, TinyModelOverfitsAHandfulOfPairs) {
   for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputs[i].text(), task.targets[i]) << task.sources[i];
 }
 
+TEST(Trainer, ADivergedRunStopsBeforeItsNaNReachesTheWeightsOrACheckpoint) {
+  // A step of ~1e30 makes every product overflow at the next update: its loss is NaN. The run
+  // stops there, naming it, and the last checkpoint (written after every update) is still finite.
+  ToyTask task;
+  task.options.dtype = "float32";
+  task.options.max_updates = 50;
+  task.options.save_interval_updates = 1;
+  task.options.lr.peak_lr = 1e30;
+  task.options.lr.warmup = 1;
+  Trainer trainer(task.options, task.config, task.data, torch::kCPU);
+  std::atomic<bool> interrupted{false};
+  try {
+    trainer.run(interrupted);
+    ADD_FAILURE() << "50 updates at a learning rate of 1e30 did not diverge";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("training diverged"), std::string::npos) << error.what();
+  }
+  auto checkpoint = load_model_file(task.options.save_dir + "/checkpoint_last.pt", torch::kCPU);
+  for (const auto& parameter : checkpoint.model->parameters()) {
+    EXPECT_TRUE(torch::isfinite(parameter).all().item<bool>());
+  }
+}
+
 TEST(Trainer, CooldownSpendsTheLastPartOfMaxUpdatesAnnealingToZero) {
   ToyTask task;
   task.options.max_updates = 20;
