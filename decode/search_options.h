@@ -37,8 +37,8 @@ struct SearchOptions {
   SamplingOptions sampling;  // when enabled, replaces the search (beam is not used)
 };
 
-/// The widest beam validate() accepts: far beyond any useful one (NMT gains nothing past ~10),
-/// and small enough that the beam's rows, candidates and scores cannot overflow a count.
+/// The widest beam validate() accepts: far wider than NMT uses (4-12), and small enough that the
+/// beam's rows, candidates and scores cannot overflow a count.
 constexpr int64_t kLargestBeam = 1024;
 
 /// Throws std::invalid_argument naming the option.
