@@ -74,6 +74,10 @@ std::vector<std::string> read_api_keys(const std::string& path) {
 void validate(const ServeCommandOptions& o) {
   for (const auto& spec : o.models) parse_model_spec(spec);  // before anything is logged or loaded
   if (o.server.port < 0 || o.server.port > 65535) throw std::invalid_argument("--port must be within 0 and 65535");
+  // An empty host (an unset variable in `--host "$HOST"`) would listen on every interface.
+  if (o.server.host.empty()) {
+    throw std::invalid_argument("--host is empty: name an address (127.0.0.1; 0.0.0.0 or :: for every interface)");
+  }
   // Durations become std::chrono counts added to clock readings: bounded, so that they cannot overflow.
   constexpr double kDay = 86400;
   if (!(o.request_timeout > 0 && o.request_timeout <= kDay)) {

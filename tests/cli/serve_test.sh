@@ -45,6 +45,11 @@ stop_server() {
 # A default beam a request could not ask for is refused at start, not on every request.
 "$TFM" serve --model "en-de=$model" --port 0 --beam 5 --max-beam 4 2> "$WORK/beam.log" && fail "--beam over --max-beam started"
 grep -q -- "--beam (5) must be <= --max-beam (4)" "$WORK/beam.log" || fail "--beam over --max-beam: $(cat "$WORK/beam.log")"
+# An empty --host (an unset variable) would listen on every interface.
+run timeout 120 "$TFM" serve --model "en-de=$model" --port 0 --host ""
+expect_code 2 "serve --host ''"
+expect_contains "$err" "--host is empty" "serve --host ''"
+
 # Language codes go into every JSON answer: a byte that is not ASCII made GET /languages a 500.
 run timeout 120 "$TFM" serve --model "$(printf 'e\xff')-de=$model" --port 0
 expect_code 2 "serve a pair whose code is not ASCII"
