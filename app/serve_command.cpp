@@ -74,6 +74,10 @@ std::vector<std::string> read_api_keys(const std::string& path) {
 void validate(const ServeCommandOptions& o) {
   for (const auto& spec : o.models) parse_model_spec(spec);  // before anything is logged or loaded
   if (o.server.port < 0 || o.server.port > 65535) throw std::invalid_argument("--port must be within 0 and 65535");
+  // An empty key (an unset variable) would match no request: every one refused 403.
+  for (const auto& key : o.api_keys) {
+    if (key.empty()) throw std::invalid_argument("--api-key is empty (an unset variable?)");
+  }
   // An empty host (an unset variable in `--host "$HOST"`) would listen on every interface.
   if (o.server.host.empty()) {
     throw std::invalid_argument("--host is empty: name an address (127.0.0.1; 0.0.0.0 or :: for every interface)");

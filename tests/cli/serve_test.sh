@@ -49,6 +49,9 @@ grep -q -- "--beam (5) must be <= --max-beam (4)" "$WORK/beam.log" || fail "--be
 run timeout 120 "$TFM" serve --model "en-de=$model" --port 0 --host ""
 expect_code 2 "serve --host ''"
 expect_contains "$err" "--host is empty" "serve --host ''"
+run timeout 120 "$TFM" serve --model "en-de=$model" --port 0 --api-key ""
+expect_code 2 "serve --api-key ''"
+expect_contains "$err" "--api-key is empty" "serve --api-key ''"
 
 # Language codes go into every JSON answer: a byte that is not ASCII made GET /languages a 500.
 run timeout 120 "$TFM" serve --model "$(printf 'e\xff')-de=$model" --port 0
