@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -133,6 +135,14 @@ int TranslationServer::bind() {
   if (port < 0) {
     throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                              " (in use, or not an address of this machine)");
+  }
+  // cpp-httplib 0.11 listens with a queue of 5 connections not yet accepted: a burst of clients
+  // connecting at once (more than 5 while the accept loop was busy) overflowed it, and the kernel
+  // reset some of them. Listening again only resizes the queue, here to the kernel's largest
+  // (net.core.somaxconn).
+  if (::listen(listen_fd_.load(), SOMAXCONN) != 0) {
+    throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(port) + ": " +
+                             std::strerror(errno));
   }
   return port;
 }
