@@ -11,8 +11,10 @@
 // no one type well on all three.
 // TFM_ONE_CLONE (bench/vector_clones.sh only): "v4", "v3" or "baseline" keeps that version alone
 // (beside the baseline, for the loader), to measure what a CPU without AVX-512 or AVX2 runs.
+// Under ThreadSanitizer (scripts/test --tsan) there are no clones: it instruments the resolvers
+// target_clones makes, which the loader runs before the sanitizer has started.
 #define TFM_UNPARENTHESIZED(...) __VA_ARGS__
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define TFM_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define TFM_LANE_VERSION(isa, LanesType, head, ...)       \
   __attribute__((target(isa))) TFM_UNPARENTHESIZED head { \

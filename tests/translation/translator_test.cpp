@@ -195,11 +195,11 @@ TEST(Translator, RunningOutOfMemoryIsAnErrorNamingTheBatch) {
   // A batch far larger than the memory left: the address space is capped 256 MiB above what is
   // mapped now, and one batch of 2000 long sentences needs more than that for its queries, keys
   // and values alone (2000 x 601 positions x 3 x 16 floats).
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space and aborts on a failed allocation";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space and aborts on a failed allocation";
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space and aborts on a failed allocation";
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space and aborts on a failed allocation";
 #endif
 #endif
   at::set_num_threads(1);  // no worker threads to start (or fail to start) under the cap
