@@ -36,6 +36,13 @@ namespace {
 // sentences here; past that a typo runs for hours without a word.
 constexpr int64_t kMostResamples = 1000000;
 
+void require_resamples(const char* flag, int64_t resamples) {
+  if (resamples < 1 || resamples > kMostResamples) {
+    throw std::invalid_argument(std::string(flag) + " " + std::to_string(resamples) + ": must be within 1 and " +
+                                std::to_string(kMostResamples));
+  }
+}
+
 struct EvalCommandOptions {
   std::vector<std::string> hyps;  // several only with --paired-bs
   std::vector<std::string> refs;
@@ -102,9 +109,7 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
     if (options.hyps.size() < 2)
       throw std::invalid_argument("--paired-bs compares --hyp files: give a baseline and at least one more");
     if (options.sentence_level) throw std::invalid_argument("--paired-bs tests corpus scores: drop --sentence-level");
-    if (options.paired_bs_n < 1 || options.paired_bs_n > kMostResamples)
-      throw std::invalid_argument("--paired-bs-n " + std::to_string(options.paired_bs_n) + ": must be within 1 and " +
-                                  std::to_string(kMostResamples));
+    require_resamples("--paired-bs-n", options.paired_bs_n);
   } else if (options.hyps.size() > 1) {
     throw std::invalid_argument("several --hyp files: compare them with --paired-bs (the first is the baseline)");
   }
@@ -112,9 +117,7 @@ EvalPlan make_plan(const EvalCommandOptions& options) {
     if (options.paired_bs)
       throw std::invalid_argument("--confidence with --paired-bs: the paired test gives each system's interval");
     if (options.sentence_level) throw std::invalid_argument("--confidence is for corpus scores: drop --sentence-level");
-    if (options.confidence_n < 1 || options.confidence_n > kMostResamples)
-      throw std::invalid_argument("--confidence-n " + std::to_string(options.confidence_n) + ": must be within 1 and " +
-                                  std::to_string(kMostResamples));
+    require_resamples("--confidence-n", options.confidence_n);
   }
   if (!options.models.empty() && options.src.empty()) throw std::invalid_argument("--model needs --src");
   batch_workers(options.workers, options.decoding.translator.max_tokens);  // throws for a bad --workers
