@@ -4,12 +4,12 @@
 #include <cmath>
 #include <cstdint>
 
-#include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
 #include "runtime/float_lanes.h"
+#include "runtime/parallel_for.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -120,8 +120,8 @@ void bfloat16_layer_norm(const torch::Tensor& x, const torch::Tensor& added, con
                         weight.data_ptr<BFloat16>(), bias.data_ptr<BFloat16>(),
                         out.data_ptr<BFloat16>(),    width,
                         static_cast<float>(eps)};
-  at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElements / width),
-                   [&](int64_t begin, int64_t end) { normalize_range(views, begin, end); });
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainElements / width),
+               [&](int64_t begin, int64_t end) { normalize_range(views, begin, end); });
 }
 
 void bfloat16_add_into(const torch::Tensor& x, torch::Tensor& sublayer) {
@@ -133,9 +133,8 @@ void bfloat16_add_into(const torch::Tensor& x, torch::Tensor& sublayer) {
   const BFloat16* from = x.data_ptr<BFloat16>();
   BFloat16* sums = sublayer.data_ptr<BFloat16>();
   const int64_t vectors = x.numel() / kVectorLanes;
-  at::parallel_for(0, vectors, std::max<int64_t>(1, kGrainElements / kVectorLanes), [&](int64_t begin, int64_t end) {
-    add_range(from, sums, begin * kVectorLanes, end * kVectorLanes);
-  });
+  parallel_for(0, vectors, std::max<int64_t>(1, kGrainElements / kVectorLanes),
+               [&](int64_t begin, int64_t end) { add_range(from, sums, begin * kVectorLanes, end * kVectorLanes); });
 }
 
 }  // namespace tfm

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "model/row_reductions.h"
 #include "runtime/fast_exp.h"
 #include "runtime/float_lanes.h"
+#include "runtime/parallel_for.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -124,7 +124,7 @@ CrossEntropyRows cross_entropy_rows(const torch::Tensor& logits, const torch::Te
   CrossEntropyRows result = empty_rows(count);
   const RowOutputs out = outputs_of(result);
   const int64_t* target_data = targets.data_ptr<int64_t>();
-  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+  parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
     if (rows.scalar_type() == torch::kFloat32) {
       reduce_rows_of(rows.data_ptr<float>(), target_data, width, out, begin, end);
     } else {
@@ -146,7 +146,7 @@ torch::Tensor cross_entropy_gradient(const torch::Tensor& logits, const torch::T
   auto grad = torch::empty_like(rows);
   const GradientInputs in{targets.data_ptr<int64_t>(), normalizers.data_ptr<float>(), scales.data_ptr<float>(),
                           static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
-  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+  parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
     if (rows.scalar_type() == torch::kFloat32) {
       gradient_rows_of(rows.data_ptr<float>(), grad.data_ptr<float>(), width, in, begin, end);
     } else {
@@ -170,7 +170,7 @@ CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, co
   const GradientInputs in{targets.data_ptr<int64_t>(), out.log_normalizer, scales.data_ptr<float>(),
                           static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
   gradient = torch::empty_like(rows);
-  at::parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+  parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
     if (rows.scalar_type() == torch::kFloat32) {
       reduce_and_differentiate_rows_of(rows.data_ptr<float>(), gradient.data_ptr<float>(), width, out, in, begin, end);
     } else {

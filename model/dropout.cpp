@@ -7,10 +7,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "runtime/kernels.h"
+#include "runtime/parallel_for.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -130,7 +130,7 @@ void fill_noise(torch::Tensor& noise, double p) {
     auto* out = noise.data_ptr<scalar_t>();
     const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
     const int64_t blocks = (n + kBlock - 1) / kBlock;
-    at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
       std::vector<uint32_t> draws(kDrawsPerBlock);
       for (int64_t block = begin; block < end; ++block) {
         philox_block(seed, static_cast<uint64_t>(block), draws.data());

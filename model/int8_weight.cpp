@@ -13,6 +13,7 @@
 #include <fbgemm/Fbgemm.h>
 #include <torch/torch.h>
 
+#include "runtime/parallel_for.h"
 #include "text/option_names.h"
 
 namespace tfm {
@@ -105,14 +106,14 @@ Int8Rows int8_rows_from(const torch::Tensor& values, const torch::Tensor& scales
   const int64_t in = values.size(1);
   const auto* value = values.data_ptr<int8_t>();
   auto* sum = sums.data_ptr<int32_t>();
-  at::parallel_for(0, values.size(0), std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t i = begin; i < end; ++i) {
-                       int32_t total = 0;
-                       for (int64_t k = 0; k < in; ++k) total += value[i * in + k];
-                       sum[i] = total;
-                     }
-                   });
+  parallel_for(0, values.size(0), std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i) {
+                   int32_t total = 0;
+                   for (int64_t k = 0; k < in; ++k) total += value[i * in + k];
+                   sum[i] = total;
+                 }
+               });
   return {values, scales, sums};
 }
 

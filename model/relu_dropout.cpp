@@ -9,6 +9,7 @@
 #include "model/dropout.h"
 #include "runtime/float_lanes.h"
 #include "runtime/kernels.h"
+#include "runtime/parallel_for.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -61,8 +62,7 @@ void forward_all(const torch::Tensor& x, const torch::Tensor& noise, torch::Tens
   const T* xs = x.data_ptr<T>();
   const T* ns = noise.data_ptr<T>();
   T* os = out.data_ptr<T>();
-  at::parallel_for(0, x.numel(), kGrain,
-                   [&](int64_t begin, int64_t end) { relu_dropout_range(xs, ns, os, begin, end); });
+  parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) { relu_dropout_range(xs, ns, os, begin, end); });
 }
 
 template <typename T>
@@ -70,8 +70,8 @@ void backward_all(const torch::Tensor& grad, const torch::Tensor& out, float sca
   const T* gs = grad.data_ptr<T>();
   const T* os = out.data_ptr<T>();
   T* xs = grad_x.data_ptr<T>();
-  at::parallel_for(0, grad.numel(), kGrain,
-                   [&](int64_t begin, int64_t end) { relu_dropout_gradient_range(gs, os, scale, xs, begin, end); });
+  parallel_for(0, grad.numel(), kGrain,
+               [&](int64_t begin, int64_t end) { relu_dropout_gradient_range(gs, os, scale, xs, begin, end); });
 }
 
 class ReluDropout : public torch::autograd::Function<ReluDropout> {

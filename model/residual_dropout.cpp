@@ -8,6 +8,7 @@
 #include "model/dropout.h"
 #include "runtime/float_lanes.h"
 #include "runtime/kernels.h"
+#include "runtime/parallel_for.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
@@ -69,8 +70,8 @@ class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
     const BFloat16* ss = sub.data_ptr<BFloat16>();
     const BFloat16* ns = noise.data_ptr<BFloat16>();
     float* os = out.data_ptr<float>();
-    at::parallel_for(0, x.numel(), kGrain,
-                     [&](int64_t begin, int64_t end) { residual_dropout_range(xs, ss, ns, os, begin, end); });
+    parallel_for(0, x.numel(), kGrain,
+                 [&](int64_t begin, int64_t end) { residual_dropout_range(xs, ss, ns, os, begin, end); });
     ctx->save_for_backward({noise});
     return out;
   }
@@ -83,8 +84,8 @@ class ResidualDropout : public torch::autograd::Function<ResidualDropout> {
     const float* gs = grad.data_ptr<float>();
     const BFloat16* ns = noise.data_ptr<BFloat16>();
     BFloat16* out = grad_sub.data_ptr<BFloat16>();
-    at::parallel_for(0, grad.numel(), kGrain,
-                     [&](int64_t begin, int64_t end) { residual_dropout_gradient_range(gs, ns, out, begin, end); });
+    parallel_for(0, grad.numel(), kGrain,
+                 [&](int64_t begin, int64_t end) { residual_dropout_gradient_range(gs, ns, out, begin, end); });
     return {grad_outputs[0], grad_sub, torch::Tensor()};
   }
 };

@@ -48,7 +48,7 @@ void StepTeam::hold(const std::function<void()>& body, Successors* successors) {
   const std::unique_ptr<StepTeam> team(new StepTeam(threads, successors != nullptr ? *successors : learned_afresh));
   // One index a thread (or a few, should OpenMP give fewer threads): the calling thread takes
   // index 0 and runs the body, every other thread serves.
-  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
+  tfm::parallel_for(0, threads, 1, [&](int64_t begin, int64_t) {
     if (begin != 0) {
       wait_until(publishing, [&] { return published.load(std::memory_order_acquire) != nullptr; });
       published.load(std::memory_order_acquire)->serve(arrived.fetch_add(1, std::memory_order_acq_rel) + 1);

@@ -12,6 +12,7 @@
 
 #include "runtime/doorbell.h"
 #include "runtime/huge_pages.h"
+#include "runtime/parallel_for.h"
 
 namespace tfm {
 
@@ -99,7 +100,7 @@ class StepTeam {
   Successors& successors_;  // the caller's or hold()'s own: touched by the calling thread only
 };
 
-/// at::parallel_for, or the loop of the team the calling thread holds (StepTeam), which splits
+/// parallel_for (runtime/parallel_for.h), or the loop of the team the calling thread holds (StepTeam), which splits
 /// [begin, end) the same way.
 template <typename F>
 void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, MemoryRange reads = {}) {
@@ -108,7 +109,7 @@ void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, Me
     team->parallel_for(end - begin, grain, share, reads);
     return;
   }
-  at::parallel_for(begin, end, grain, f);
+  parallel_for(begin, end, grain, f);
 }
 
 }  // namespace tfm

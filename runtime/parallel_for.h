@@ -1,0 +1,44 @@
+#pragma once
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace tfm {
+
+/// at::parallel_for, as every tfm loop calls it. Under ThreadSanitizer (scripts/test --tsan) it
+/// also tells the sanitizer what the OpenMP region's fork and join order: libgomp is not
+/// instrumented, so its barriers are invisible, and without this every share a team member ran
+/// looks racy against what the calling thread wrote before the loop and reads after it. Shares
+/// are not ordered among themselves, so a race between two shares of one loop is still reported.
+template <typename F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+#if defined(__SANITIZE_THREAD__)
+  // Two addresses the sanitizer keeps clocks for: the loop's start, released by the calling
+  // thread and acquired by each share; its end, released by each share and acquired once all are
+  // (also when a share throws).
+  struct AcquireOnExit {
+    void* sync;
+    ~AcquireOnExit() { __tsan_acquire(sync); }
+  };
+  struct ReleaseOnExit {
+    void* sync;
+    ~ReleaseOnExit() { __tsan_release(sync); }
+  };
+  char fork_join[2];
+  __tsan_release(&fork_join[0]);
+  const AcquireOnExit joined{&fork_join[1]};
+  at::parallel_for(begin, end, grain, [&](int64_t share_begin, int64_t share_end) {
+    __tsan_acquire(&fork_join[0]);
+    const ReleaseOnExit done{&fork_join[1]};
+    f(share_begin, share_end);
+  });
+#else
+  at::parallel_for(begin, end, grain, f);
+#endif
+}
+
+}  // namespace tfm
