@@ -22,6 +22,7 @@ done
 # An instrumented build's libraries need the sanitizer runtime in the program that links them.
 flags=()
 [ "$(cache_value TFM_SANITIZE)" = ON ] && flags=(-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined)
+[ "$(cache_value TFM_SANITIZE_THREAD)" = ON ] && flags=(-DCMAKE_CXX_FLAGS=-fsanitize=thread)
 launcher=$(cache_value CMAKE_CXX_COMPILER_LAUNCHER)
 run cmake -S "$root/examples" -B "$examples" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CXX_COMPILER="$(cache_value CMAKE_CXX_COMPILER)" ${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher"} \
