@@ -16,6 +16,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "runtime/parallel_for.h"
 #include "runtime/threads.h"
 
 namespace tfm {
@@ -44,8 +45,8 @@ std::set<std::pair<int64_t, int64_t>> shares_of(Loop loop, int64_t first, int64_
 
 TEST(StepTeam, LoopsSplitAsLibTorchsAndRunOnEveryMember) {
   with_threads(2, [] {
-    const auto libtorch = [](int64_t first, int64_t last, int64_t grain, const auto& f) {
-      at::parallel_for(first, last, grain, f);
+    const auto libtorch = [](int64_t first, int64_t last, int64_t grain, const auto& f) {  // at::parallel_for
+      parallel_for(first, last, grain, f);
     };
     const auto team = [](int64_t first, int64_t last, int64_t grain, const auto& f) {
       team_parallel_for(first, last, grain, f);
