@@ -8,8 +8,10 @@
 #   plus ASan and UBSan; the targets in fuzz/ link -fsanitize=fuzzer (scripts/fuzz).
 # TFM_SANITIZE_THREAD: ThreadSanitizer on all of our code (scripts/test --tsan), for the threads
 #   tfm starts itself (the server's connections, queue and decoding workers, translate's batch
-#   workers, the data loaders). LibTorch and libgomp are not instrumented: scripts/sanitizer/tsan.supp
-#   leaves out what TSan cannot judge there. No jemalloc: TSan brings its own allocator.
+#   workers, the data loaders) and the shares of its parallel loops. LibTorch and libgomp are not
+#   instrumented: runtime/parallel_for.h tells TSan what a loop's fork and join order, and
+#   scripts/sanitizer/tsan.supp leaves out what TSan cannot judge there. No jemalloc: TSan brings
+#   its own allocator.
 if(TFM_SANITIZE AND TFM_SANITIZE_THREAD)
   message(FATAL_ERROR "TFM_SANITIZE and TFM_SANITIZE_THREAD cannot be combined: each wants its own build directory")
 endif()

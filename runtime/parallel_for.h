@@ -18,6 +18,13 @@ template <typename F>
 __attribute__((noinline)) void run_share(const F& f, int64_t begin, int64_t end) {
   f(begin, end);
 }
+
+/// Calls Annotate(sync) when it goes out of scope, also when an exception passes.
+template <void (*Annotate)(void*)>
+struct OnExit {
+  void* sync;
+  ~OnExit() { Annotate(sync); }
+};
 }  // namespace parallel_for_detail
 #endif
 
@@ -30,23 +37,15 @@ __attribute__((noinline)) void run_share(const F& f, int64_t begin, int64_t end)
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
 #if defined(__SANITIZE_THREAD__)
+  using parallel_for_detail::OnExit;
   // Two addresses the sanitizer keeps clocks for: the loop's start, released by the calling
-  // thread and acquired by each share; its end, released by each share and acquired once all are
-  // (also when a share throws).
-  struct AcquireOnExit {
-    void* sync;
-    ~AcquireOnExit() { __tsan_acquire(sync); }
-  };
-  struct ReleaseOnExit {
-    void* sync;
-    ~ReleaseOnExit() { __tsan_release(sync); }
-  };
+  // thread and acquired by each share; its end, released by each share and acquired once all are.
   char fork_join[2];
   __tsan_release(&fork_join[0]);
-  const AcquireOnExit joined{&fork_join[1]};
+  const OnExit<__tsan_acquire> joined{&fork_join[1]};
   at::parallel_for(begin, end, grain, [&](int64_t share_begin, int64_t share_end) {
     __tsan_acquire(&fork_join[0]);
-    const ReleaseOnExit done{&fork_join[1]};
+    const OnExit<__tsan_release> done{&fork_join[1]};
     parallel_for_detail::run_share(f, share_begin, share_end);
   });
 #else

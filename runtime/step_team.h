@@ -100,8 +100,8 @@ class StepTeam {
   Successors& successors_;  // the caller's or hold()'s own: touched by the calling thread only
 };
 
-/// parallel_for (runtime/parallel_for.h), or the loop of the team the calling thread holds (StepTeam), which splits
-/// [begin, end) the same way.
+/// parallel_for (runtime/parallel_for.h), or the loop of the team the calling thread holds
+/// (StepTeam), which splits [begin, end) the same way.
 template <typename F>
 void team_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f, MemoryRange reads = {}) {
   if (StepTeam* team = StepTeam::of_this_thread(); team != nullptr && end > begin) {
