@@ -1,5 +1,4 @@
 #include "model/step_attention.h"
-#include "runtime/step_team.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,97 +14,16 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/step_attention_prefetch.h"
+#include "model/step_attention_values.h"
+#include "model/step_attention_views.h"
 #include "runtime/fast_exp.h"
 #include "runtime/float_lanes.h"
+#include "runtime/step_team.h"
 #include "runtime/vector_clones.h"
 
 namespace tfm {
 namespace {
-
-/// Where one attention call reads and writes; strides in elements. Q is the query's, bias's and
-/// output's type, K the keys' and values' (a cache may be stored narrower than the model computes).
-template <typename Q, typename K>
-struct StepViews {
-  const Q* q;
-  int64_t q_b, q_h, q_t;
-  const K* k;
-  int64_t k_b, k_h, k_s;
-  const K* v;
-  int64_t v_b, v_h, v_s;
-  const Q* bias;  // nullptr: no bias
-  int64_t bias_b, bias_s;
-  Q* out;  // [B, Tq, H, Dh] contiguous
-  int64_t rows, heads, queries, keys, head_dim, first;
-  const int64_t* row_first;  // [B] or nullptr
-  const int64_t* row_end;    // [B] or nullptr: row b attends no key from row_end[b] on
-  const CacheSlots* slots;   // nullptr: row b reads keys and values row b
-  float sqrt_head_dim;
-  bool prefetch_blocks;  // whether to ask for keys and values blocks ahead (SpreadPrefetch)
-};
-
-/// (row, head, query) items computed together. Their scores are computed position by position:
-/// at one position a block's keys lie side by side in a time-major cache, so the block streams
-/// through it instead of jumping a page for every key. Their weighted sums of values are then taken
-/// item by item, each sum held in registers (bench/step_attention.sh: faster than walking the
-/// positions once for the whole block with the sums in memory).
-constexpr int64_t kBlockItems = 32;
-/// Items whose scores one vector holds: a block's scores are computed, and its softmax taken, this
-/// many items at a time, one item per lane.
-constexpr int64_t kGroupItems = kVectorLanes;
-static_assert(kBlockItems % kGroupItems == 0, "a block is whole groups");
-
-/// How many positions ahead the kernels ask for keys and values: a block's items at one position
-/// lie side by side, but positions lie a whole cache layer apart (rows x heads x Dh), far beyond
-/// what the CPU's own prefetchers follow, so every position's first read would wait on memory.
-constexpr int64_t kPrefetchPositions = 4;
-
-/// Whether the kernels prefetch: positions lie a page or more apart (a time-major cache, not an
-/// encoder output) and the cache spans more than a core's second-level cache (a small batch's
-/// stays there from one layer's step to the next, and prefetching it only costs instructions).
-template <typename K>
-TFM_ALWAYS_INLINE bool worth_prefetching(int64_t position_stride, int64_t positions) {
-  const int64_t stride_bytes = position_stride * static_cast<int64_t>(sizeof(K));
-  return stride_bytes >= 4096 && stride_bytes * positions >= (int64_t{2} << 20);
-}
-
-/// Workspace of one thread: the block's scores [S, kBlockItems] (position-major, so that a group's
-/// scores at a position are one vector), and per item the scaled query (float products only) and
-/// the weighted sum of values [Dh]; and S zeros, the cache rows of an item that reads its own row
-/// at every position.
-struct Scratch {
-  std::vector<float> scores, queries, sums;
-  std::vector<int64_t> own_row;
-  Scratch(int64_t keys, int64_t head_dim)
-      : scores(kBlockItems * keys), queries(kBlockItems * head_dim), sums(kBlockItems * head_dim), own_row(keys, 0) {}
-};
-
-/// Where one item reads its keys, values and bias and writes its output: position s's key lies at
-/// keys + s * k_s + slots[s] * k_b (its value likewise).
-template <typename Q, typename K>
-struct ItemViews {
-  const Q* query;  // [Dh], as stored (unscaled)
-  const K* keys;
-  const K* values;
-  const int64_t* slots;  // [S]
-  const Q* bias;         // nullptr: no bias
-  Q* out;
-  int64_t first;  // the first key it attends
-  int64_t end;    // past the last key it attends
-};
-
-template <typename Q, typename K>
-TFM_ALWAYS_INLINE ItemViews<Q, K> item_views(const StepViews<Q, K>& a, int64_t item, const int64_t* own_row) {
-  const int64_t t = item % a.queries;
-  const int64_t h = item / a.queries % a.heads;
-  const int64_t b = item / (a.queries * a.heads);
-  const Q* q = a.q + b * a.q_b + h * a.q_h + t * a.q_t;
-  const int64_t first = a.row_first != nullptr ? std::clamp(a.row_first[b], a.first, a.keys) : a.first;
-  const int64_t end = a.row_end != nullptr ? std::clamp(a.row_end[b], first, a.keys) : a.keys;
-  const Q* bias = a.bias != nullptr ? a.bias + b * a.bias_b : nullptr;
-  Q* out = a.out + ((b * a.queries + t) * a.heads + h) * a.head_dim;
-  if (a.slots != nullptr) return {q, a.k + h * a.k_h, a.v + h * a.v_h, a.slots->row(b), bias, out, first, end};
-  return {q, a.k + b * a.k_b + h * a.k_h, a.v + b * a.v_b + h * a.v_h, own_row, bias, out, first, end};
-}
 
 /// The bias row a group's items share (in a cross-attention block, one sentence's), or nullptr
 /// where they have several (or no bias).
@@ -136,16 +54,6 @@ TFM_ALWAYS_INLINE Lanes finished_scores(const StepViews<Q, K>& a, const ItemView
     masked[i] = s < items[i].first || s >= items[i].end ? -std::numeric_limits<float>::infinity() : 0.0F;
   const Lanes mask = load_lanes<Lanes>(masked);
   return where(mask < 0.0F, mask, scores);
-}
-
-/// Asks for the keys of a group's items kPrefetchPositions after position s, where worth it.
-template <typename Q, typename K>
-TFM_ALWAYS_INLINE void prefetch_keys_ahead(const StepViews<Q, K>& a, const ItemViews<Q, K>* items, int64_t s) {
-  const int64_t ahead = s + kPrefetchPositions;
-  if (ahead >= a.keys || !worth_prefetching<K>(a.k_s, a.keys)) return;
-  for (int64_t i = 0; i < kGroupItems; ++i) {
-    prefetch_bytes(items[i].keys + ahead * a.k_s + items[i].slots[ahead] * a.k_b, a.head_dim * sizeof(K));
-  }
 }
 
 /// The scores' products in float lanes: each item's query scaled by 1 / sqrt(Dh) into float
@@ -198,119 +106,6 @@ TFM_ALWAYS_INLINE auto group_softmax(float* scores, int64_t first, int64_t lengt
   return attends;
 }
 
-/// Items that read the same values (a (row, head)'s queries: cross-attention's beams over their
-/// sentence's encoder output) take one value pass together, this many at a time.
-constexpr int64_t kSharedItems = 4;
-
-/// sum[j * Dh + c * 16 .. j * Dh + c * 16 + 16 * Chunks) for each of Items items j that read these
-/// values = the sum over positions [first, length) of item j's weight[s * kBlockItems + j] x
-/// value[s] there, each lane's products added in position order: the sums are held in registers
-/// while the positions stream by, and each value vector is loaded and widened once for all Items.
-template <typename Lanes, int64_t Items, int64_t Chunks, typename K>
-TFM_ALWAYS_INLINE void weighted_value_chunks(const K* values, int64_t value_stride, const int64_t* slots,
-                                             int64_t slot_stride, const float* weights, int64_t first, int64_t length,
-                                             int64_t head_dim, float* sum) {
-  Lanes lanes[Items][Chunks] = {};
-  const bool far = worth_prefetching<K>(value_stride, length);
-  for (int64_t s = first; s < length; ++s) {
-    const K* value = values + s * value_stride + slots[s] * slot_stride;
-    if (far && s + kPrefetchPositions < length) {
-      const int64_t ahead = s + kPrefetchPositions;
-      prefetch_bytes(values + ahead * value_stride + slots[ahead] * slot_stride, Chunks * kVectorLanes * sizeof(K));
-    }
-    Lanes widened[Chunks];
-    for (int64_t c = 0; c < Chunks; ++c) widened[c] = load_lanes<Lanes>(value + c * kVectorLanes);
-    for (int64_t j = 0; j < Items; ++j) {
-      const Lanes weight = splat<Lanes>(weights[s * kBlockItems + j]);
-      for (int64_t c = 0; c < Chunks; ++c) lanes[j][c] += weight * widened[c];
-    }
-  }
-  for (int64_t j = 0; j < Items; ++j) {
-    for (int64_t c = 0; c < Chunks; ++c) store_lanes(sum + j * head_dim + c * kVectorLanes, lanes[j][c]);
-  }
-}
-
-/// The sums [Dh] of Items items that read `item`'s values from `first` to item.end: sums[j * Dh ..]
-/// = the sum over those positions of weights[s * kBlockItems + j] x the value at s.
-template <typename Lanes, int64_t Items, typename Q, typename K>
-TFM_ALWAYS_INLINE void weighted_values(const StepViews<Q, K>& a, const ItemViews<Q, K>& item, const float* weights,
-                                       int64_t first, float* sums) {
-  // Four chunks of sums per item; several items' fill 16 of AVX-512's 32 registers, narrower lanes take one.
-  constexpr int64_t kChunks = Items == 1 || std::is_same_v<Lanes, WideLanes> ? 4 : 1;
-  const int64_t head_dim = a.head_dim, length = item.end;
-  const K* values = item.values;
-  int64_t d = 0;
-  for (; d + kChunks * kVectorLanes <= head_dim; d += kChunks * kVectorLanes) {
-    weighted_value_chunks<Lanes, Items, kChunks>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
-                                                 sums + d);
-  }
-  for (; d + kVectorLanes <= head_dim; d += kVectorLanes) {
-    weighted_value_chunks<Lanes, Items, 1>(values + d, a.v_s, item.slots, a.v_b, weights, first, length, head_dim,
-                                           sums + d);
-  }
-  for (; d < head_dim; ++d) {
-    for (int64_t j = 0; j < Items; ++j) {
-      float total = 0.0F;
-      for (int64_t s = first; s < length; ++s) {
-        total += weights[s * kBlockItems + j] * static_cast<float>(values[s * a.v_s + item.slots[s] * a.v_b + d]);
-      }
-      sums[j * head_dim + d] = total;
-    }
-  }
-}
-
-/// How many blocks ahead a thread asks for the keys and values its items will read: a block computes
-/// for microseconds, long enough for the next one's to arrive from memory when the asking is spread
-/// over its positions (BENCHMARKS.md: one block ahead read slightly faster than two to four).
-constexpr int64_t kBlocksAhead = 1;
-
-/// Asks for the keys and values of a later block's items [begin, end) into the second-level cache,
-/// spread over this block's positions: each of its score pass's positions asks for as many (row,
-/// head, position)s as the later block has (row, head)s, about what the position itself reads.
-/// A decoder's caches and encoder outputs outgrow the CPU's caches, and the CPU's own prefetchers
-/// follow neither a time-major cache (positions a page or more apart) nor the short runs of a
-/// sentence's encoder keys. A (row, head)'s queries read the same keys: they are asked for once.
-template <typename Q, typename K>
-class SpreadPrefetch {
- public:
-  SpreadPrefetch(const StepViews<Q, K>& a, int64_t begin, int64_t end, const int64_t* own_row)
-      : a_(a), item_(begin), end_(end), own_row_(own_row), per_position_((end - begin + a.queries - 1) / a.queries) {
-    if (item_ < end_) start_item();
-  }
-  /// One position's share.
-  TFM_ALWAYS_INLINE void some() { ask(per_position_); }
-  /// All that is left.
-  TFM_ALWAYS_INLINE void rest() { ask(std::numeric_limits<int64_t>::max()); }
-
- private:
-  TFM_ALWAYS_INLINE void start_item() {
-    views_ = item_views(a_, item_, own_row_);
-    position_ = views_.first;
-  }
-  TFM_ALWAYS_INLINE void ask(int64_t count) {
-    const int64_t bytes = a_.head_dim * static_cast<int64_t>(sizeof(K));
-    while (count > 0 && item_ < end_) {
-      if (position_ < views_.end) {
-        const int64_t slot = views_.slots[position_];
-        prefetch_bytes<2>(views_.keys + position_ * a_.k_s + slot * a_.k_b, bytes);
-        prefetch_bytes<2>(views_.values + position_ * a_.v_s + slot * a_.v_b, bytes);
-        ++position_;
-        --count;
-        continue;
-      }
-      item_ = (item_ / a_.queries + 1) * a_.queries;  // the next (row, head)
-      if (item_ < end_) start_item();
-    }
-  }
-
-  const StepViews<Q, K>& a_;
-  int64_t item_, end_;
-  const int64_t* own_row_;
-  int64_t per_position_;
-  ItemViews<Q, K> views_{};
-  int64_t position_ = 0;
-};
-
 /// Whether items[0 .. kSharedItems) read the same keys and values over the same positions.
 template <typename Q, typename K>
 TFM_ALWAYS_INLINE bool read_alike(const ItemViews<Q, K>* items) {
@@ -326,7 +121,7 @@ TFM_ALWAYS_INLINE bool read_alike(const ItemViews<Q, K>* items) {
 /// Items [begin, end), at most kBlockItems: out = softmax(q k^T / sqrt(Dh) + bias) v for each.
 /// ahead: null, or a later block's keys and values to ask for meanwhile.
 template <typename Lanes, typename Products, typename Q, typename K>
-TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, Scratch& scratch,
+TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int64_t end, StepScratch& scratch,
                                     SpreadPrefetch<Q, K>* ahead) {
   const int64_t count = end - begin, head_dim = a.head_dim;
   const int64_t groups = (count + kGroupItems - 1) / kGroupItems;
@@ -385,7 +180,7 @@ TFM_ALWAYS_INLINE void attend_block(const StepViews<Q, K>& a, int64_t begin, int
 /// Items [begin, end) of the (row, head, query) grid, a block at a time.
 template <typename Lanes, typename Products = FloatProducts, typename Q, typename K>
 TFM_ALWAYS_INLINE void attend_items(const StepViews<Q, K>& a, int64_t begin, int64_t end) {
-  Scratch scratch(a.keys, a.head_dim);
+  StepScratch scratch(a.keys, a.head_dim);
   for (int64_t block = begin; block < end; block += kBlockItems) {
     const int64_t ahead = block + kBlocksAhead * kBlockItems;
     std::optional<SpreadPrefetch<Q, K>> prefetch;
