@@ -14,6 +14,7 @@
 #include "app/runtime_options.h"
 #include "dist/distributed_group.h"
 #include "dist/torchrun_env.h"
+#include "model/archive_file.h"
 #include "model/model_file.h"
 #include "runtime/directory_lock.h"
 #include "runtime/onednn_cache.h"

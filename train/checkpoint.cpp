@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "model/archive_file.h"
 #include "runtime/random_states.h"
 
 namespace tfm {

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <thread>
 
+#include "model/archive_file.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "data/batching.h"
+#include "model/archive_file.h"
 #include "model/model_file.h"
 #include "tests/tensor_assert.h"
 #include "tests/test_support.h"
