@@ -1,13 +1,18 @@
 #pragma once
-// Shared by the model tests: a tiny configuration and the fixture that runs a test on both
-// kernel paths.
+// Shared by the model tests: a tiny configuration, random token ids, an untrained model, and the
+// fixture that runs a test on both kernel paths.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include "model/model_config.h"
+#include "model/transformer.h"
 #include "runtime/kernels.h"
+#include "text/special_ids.h"
 
 namespace tfm::testing {
 
@@ -21,6 +26,22 @@ inline ModelConfig tiny_model_config() {
   config.encoder_layers = 2;
   config.decoder_layers = 2;
   return config;
+}
+
+/// Random real tokens (ids >= 4) [batch, length], row b > 0 padded in its last b positions.
+inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, int64_t seed) {
+  torch::manual_seed(seed);
+  auto ids = torch::randint(kNumSpecialIds, vocab, {batch, length}, torch::kLong);
+  for (int64_t b = 1; b < batch; ++b) ids.index_put_({b, torch::indexing::Slice(length - b)}, kPadId);
+  return ids;
+}
+
+/// An untrained model of `config` in evaluation mode, its weights drawn from `seed`.
+inline Transformer eval_model(const ModelConfig& config, int64_t seed = 7) {
+  torch::manual_seed(seed);
+  Transformer model(config);
+  model->eval();
+  return model;
 }
 
 /// The variants incremental decoding must handle alike: pre-norm, a local attention window, learned
