@@ -1,8 +1,12 @@
 #pragma once
 // A toy translation task for the trainer's tests: six pairs, a tokenizer over them, a tiny model.
+#include <cstdint>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/model_config.h"
 #include "tests/test_support.h"
@@ -62,5 +66,16 @@ struct ToyTask {
   ModelConfig config;
   TrainOptions options;
 };
+
+/// The updates at which metrics.jsonl records a validation.
+inline std::vector<int64_t> validated_updates(const std::string& save_dir) {
+  std::ifstream metrics(save_dir + "/metrics.jsonl");
+  std::vector<int64_t> updates;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("type") == "valid") updates.push_back(record.at("update").get<int64_t>());
+  }
+  return updates;
+}
 
 }  // namespace tfm::testing
