@@ -26,6 +26,7 @@ class VerifyOnceScope {
   VerifyOnceScope(const VerifyOnceScope&) = delete;
   VerifyOnceScope& operator=(const VerifyOnceScope&) = delete;
 };
+
 /// Writes through a temporary file and a rename, so a crash never leaves a half-written file.
 void save_archive(torch::serialize::OutputArchive& archive, const std::string& path);
 
