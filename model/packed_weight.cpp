@@ -74,8 +74,9 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   const int64_t padded = pad ? padded_rows(m) : m;
   if (padded != m) {
     // Each output row reads only its own input row, so the zero rows change nothing but the shape.
-    auto grown = torch::zeros({padded, rows.size(1)}, rows.options());  // [M', in]
+    auto grown = torch::empty({padded, rows.size(1)}, rows.options());  // [M', in]
     grown.narrow(0, 0, m).copy_(rows);
+    grown.narrow(0, m, padded - m).zero_();
     rows = grown;
   }
   std::optional<torch::Tensor> maybe_bias;
