@@ -60,8 +60,8 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   static const c10::OperatorHandle linear_pointwise = op("mkldnn::_linear_pointwise");
   const auto dtype = packed_.scalar_type();
   const int64_t in = x.size(-1);
-  if (small_rows_ && x.numel() <= SmallRowsProduct::max_rows(dtype) * in && x.numel() >= in &&
-      x.scalar_type() == dtype && (!bias.defined() || bias.scalar_type() == dtype)) {
+  if (small_rows_ && x.numel() <= SmallRowsProduct::kMaxRows * in && x.numel() >= in && x.scalar_type() == dtype &&
+      (!bias.defined() || bias.scalar_type() == dtype)) {
     return small_rows_->linear(x.contiguous(), bias, relu);  // [..., out]
   }
   auto rows = x.reshape({-1, in}).contiguous();  // [M, in]

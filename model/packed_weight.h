@@ -51,7 +51,7 @@ class PackedWeight {
  private:
   torch::Tensor packed_;
   int64_t out_features_ = 0;
-  // Products of up to SmallRowsProduct::max_rows(dtype) rows, where the CPU has its kernels;
+  // Products of up to SmallRowsProduct::kMaxRows rows, where the CPU has its kernels;
   // shared by copies, like packed_.
   std::shared_ptr<const SmallRowsProduct> small_rows_;
 };

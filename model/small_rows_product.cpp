@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,10 +14,10 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/bf16_block_amx.h"
 #include "model/float_block_avx2.h"
 #include "model/live_inputs_product.h"
 #include "model/tensor_bytes.h"
-#include "runtime/capabilities.h"
 #include "runtime/process_exit.h"
 #include "runtime/step_team.h"
 #include "runtime/vector_clones.h"
@@ -103,11 +104,7 @@ bool SmallRowsProduct::takes(torch::ScalarType dtype, int64_t rows) {
   const bool kernels = dtype == torch::kFloat32    ? cpu_has_float_kernels()
                        : dtype == torch::kBFloat16 ? cpu_has_bf16_kernels()
                                                    : false;
-  return kernels && rows >= 1 && rows <= max_rows(dtype);
-}
-
-int64_t SmallRowsProduct::max_rows(torch::ScalarType dtype) {
-  return dtype == torch::kBFloat16 && cpu_has_bf16_tiles() ? kMaxRowsBesideTiles : kMaxRows;
+  return kernels && rows >= 1 && rows <= kMaxRows;
 }
 
 SmallRowsProduct::SmallRowsProduct(const torch::Tensor& weight, const torch::Tensor& packed)
@@ -255,7 +252,8 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   // On AVX2 alone, float32 full blocks of a few rows take a kernel that reads them ahead
   // (model/float_block_avx2.h); it skips dead inputs too.
   const bool avx2_floats = std::is_same_v<T, float> && rows <= kFloatBlockMaxRows && float_block_avx2_kernels();
-  if (rows <= kLiveInputsMaxRows && (live_inputs_kernels(pair_ == 2) || avx2_floats)) {
+  const bool tiles = std::is_same_v<T, c10::BFloat16> && bf16_block_amx_kernels();
+  if (!tiles && rows <= kLiveInputsMaxRows && (live_inputs_kernels(pair_ == 2) || avx2_floats)) {
     find_live_inputs(input, rows, in_, live);
     if (static_cast<int64_t>(live.size()) * 4 <= units * 3) {
       skip = live.data();
@@ -266,10 +264,24 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
   // one, so the blocks are shared out down to ~64k multiply-adds a thread (BENCHMARKS.md: at
   // batch 1, sharing from ~1M on left most products on one thread).
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, rows * summed * pair_ * kBlock));
+  // On AMX tiles bfloat16 blocks are multiplied a tile at a time (model/bf16_block_amx.h), 16 rows
+  // at a time past 16, over inputs padded to the tiles' 32 where the weight's are; padding rows
+  // and inputs are zeros.
+  const int64_t group_rows = std::min(rows, kTileRows);
+  const int64_t groups = (rows + group_rows - 1) / group_rows;
+  const T* tile_input = input;
+  thread_local std::vector<T> padded;  // [groups x group_rows, in'] where that is more than x
+  if (tiles && (padded_in_ != in_ || groups * group_rows != rows)) {
+    padded.assign(static_cast<size_t>(groups * group_rows * padded_in_), T(0));
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(padded.data() + r * padded_in_, input + r * in_, in_ * sizeof(T));
+    tile_input = padded.data();
+  }
   team_parallel_for(
       0, blocks, grain,
       [&](int64_t begin, int64_t end) {
         float acc[kMaxRows * kBlock];  // [M, width] with rows kBlock apart
+        std::optional<Bf16Tiles> tiles_set;
+        if (tiles) tiles_set.emplace(group_rows);
         for (int64_t block = begin; block < end; ++block) {
           const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
           const T* weight_block = weight + block * kBlock * padded_in_;
@@ -280,6 +292,10 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
                                  block == begin, reinterpret_cast<const float*>(input), rows, in_, skip, summed, acc);
           } else if (skip != nullptr && width == kBlock) {
             multiply_live_inputs(weight_block, input, rows, in_, skip, summed, acc);
+          } else if (tiles) {
+            multiply_bf16_block_amx(reinterpret_cast<const c10::BFloat16*>(weight_block),
+                                    reinterpret_cast<const c10::BFloat16*>(tile_input), padded_in_, groups, group_rows,
+                                    acc);
           } else {
             run_kernel(kernel(rows, width), weight_block, input, acc);
           }

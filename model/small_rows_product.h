@@ -15,23 +15,18 @@ namespace tfm {
 /// through LIBXSMM's JIT kernels (Debian's libxsmm-dev). At 4-32 rows oneDNN spends ~15 us a call
 /// building its primitive descriptor around a product of a few microseconds (a 4 x 256 x 256
 /// product: 17.8 us against LIBXSMM's 2.3; BENCHMARKS.md), while at hundreds of rows its kernels
-/// are twice as fast: PackedWeight uses this up to max_rows() rows (of 32, 48 and 64, 64 decoded
+/// are twice as fast: PackedWeight uses this up to kMaxRows rows (of 32, 48 and 64, 64 decoded
 /// small batches fastest; BENCHMARKS.md). Accumulates in float32, adds the bias and applies the
 /// ReLU in float32, and rounds once, as oneDNN does; only the order of the sums differs (oneDNN
 /// splits long sums). Inference only, in builds with LIBXSMM (found by CMake): bfloat16 on CPUs
-/// with native bfloat16 (AVX512-BF16), float32 on CPUs with AVX2. At up to kLiveInputsMaxRows
-/// rows, inputs that are zero in every row (a ReLU's output) are left out of the sums and their
-/// slices of the weight unread, in the same bits (model/live_inputs_product.h).
+/// with native bfloat16 (AVX512-BF16), float32 on CPUs with AVX2. On CPUs with AMX tiles the
+/// bfloat16 blocks are multiplied on the tiles instead (model/bf16_block_amx.h), which at 4-64 rows
+/// also outrun oneDNN's own tile kernels. Elsewhere, at up to kLiveInputsMaxRows rows, inputs that
+/// are zero in every row (a ReLU's output) are left out of the sums and their slices of the weight
+/// unread, in the same bits (model/live_inputs_product.h); on the tiles, summing them costs no more.
 class SmallRowsProduct {
  public:
   static constexpr int64_t kMaxRows = 64;
-  /// bfloat16 rows up to which PackedWeight takes these kernels on a CPU with AMX tiles: there
-  /// oneDNN's tile kernels outrun LIBXSMM's AVX512-BF16 ones from 8 rows on (3-7x at 16-64 rows of
-  /// a base-size layer; BENCHMARKS.md), while at a beam's 4 rows the two are level.
-  static constexpr int64_t kMaxRowsBesideTiles = 4;
-
-  /// The most rows PackedWeight gives these kernels for a `dtype` weight on this CPU.
-  static int64_t max_rows(torch::ScalarType dtype);
 
   /// Whether PackedWeight gives products of `rows` rows of a `dtype` weight (with `in` even) to
   /// these kernels on this CPU.

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "model/bf16_block_amx.h"
 #include "model/small_rows_product.h"
 
 namespace tfm {
@@ -60,6 +61,8 @@ TEST(LiveInputs, SkippingDeadInputsGivesLibxsmmsBits) {
   bool ran = false;
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     if (!live_inputs_kernels(dtype == torch::kBFloat16)) continue;
+    // On AMX tiles bfloat16 products sum every input (model/bf16_block_amx.h): nothing to compare.
+    if (dtype == torch::kBFloat16 && bf16_block_amx_kernels()) continue;
     for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{
              {64, 1024}, {70, 512}, {200, 46}, {130, 272}, {256, 1024}, {512, 2048}, {192, 40}}) {
       const auto weight = torch::randn({out, in}).to(dtype);
