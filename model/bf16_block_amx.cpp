@@ -1,7 +1,5 @@
 #include "model/bf16_block_amx.h"
 
-#include <cstring>
-
 #include <c10/util/Exception.h>
 
 #include "runtime/capabilities.h"

@@ -285,7 +285,8 @@ void SmallRowsProduct::multiply(const T* input, const T* bias, bool relu, int64_
         for (int64_t block = begin; block < end; ++block) {
           const int64_t first = block * kBlock, width = std::min(kBlock, out_ - first);
           const T* weight_block = weight + block * kBlock * padded_in_;
-          // A narrower last block stays LIBXSMM's: its kernel for such widths sums in another order.
+          // A narrower last block stays LIBXSMM's (or the tiles', whose layout pads it with zeros): its
+          // kernel for such widths sums in another order than the two kernels that skip inputs.
           if (avx2_floats && width == kBlock) {
             const T* next = block + 1 < end ? weight_block + kBlock * padded_in_ : nullptr;
             multiply_float_block(reinterpret_cast<const float*>(weight_block), reinterpret_cast<const float*>(next),
