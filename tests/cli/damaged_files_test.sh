@@ -30,8 +30,24 @@ damaged() {
 }
 copy_prepared() { rm -rf "$WORK/p2"; cp -r "$WORK/prepared" "$WORK/p2"; }
 size_of() { stat -c %s "$1"; }
-overwrite_middle() {  # the issue's reproduction: 8 bytes of 0xff in the middle of the file
-  printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$1" bs=1 seek=$(($(size_of "$1") / 2)) conv=notrunc status=none
+overwrite_at() {  # overwrite_at FILE OFFSET: the issue's reproduction, 8 bytes of 0xff at OFFSET
+  printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+overwrite_middle() { overwrite_at "$1" $(($(size_of "$1") / 2)); }
+# A model file is a zip archive whose records are padded to 64 bytes; the padding is read by no
+# one and covered by no checksum, so the middle of the file may fall on it. Damage the middle of
+# the largest record's data instead, which the checksums must catch.
+overwrite_record_middle() {
+  overwrite_at "$1" "$(python3 - "$1" <<'PY'
+import struct, sys, zipfile
+path = sys.argv[1]
+record = max(zipfile.ZipFile(path).infolist(), key=lambda r: r.file_size)
+with open(path, "rb") as f:
+    f.seek(record.header_offset + 26)
+    name_bytes, extra_bytes = struct.unpack("<HH", f.read(4))
+print(record.header_offset + 30 + name_bytes + extra_bytes + record.file_size // 2)
+PY
+)"
 }
 
 # Prepared dataset: a flipped byte, a cut file, another file in its place.
@@ -57,7 +73,7 @@ damaged "spm.model of another vocabulary size" "$WORK/p2" "vocabulary" train_on 
 
 # Model files and checkpoints, for translation and for resuming.
 cp "$model" "$WORK/flipped.pt"
-overwrite_middle "$WORK/flipped.pt"
+overwrite_record_middle "$WORK/flipped.pt"
 damaged "bit-flipped model" "$WORK/flipped.pt" "fails its checksum" "$TFM" translate --model "$WORK/flipped.pt" --input "$WORK/in.txt"
 for keep in 0 100 $(($(size_of "$model") / 2)) $(($(size_of "$model") - 10)); do
   head -c "$keep" "$model" > "$WORK/cut.pt"
@@ -93,7 +109,7 @@ craft "$WORK/long.pt" 58 58ffffff7f   # a BINUNICODE of 2 GB
 damaged "a crafted pickle's string length" "$WORK/long.pt" "bytes past its end" \
   "$TFM" translate --model "$WORK/long.pt" --input "$WORK/in.txt"
 cp -r "$WORK/model" "$WORK/resume"
-overwrite_middle "$WORK/resume/checkpoint_last.pt"
+overwrite_record_middle "$WORK/resume/checkpoint_last.pt"
 damaged "resuming from a bit-flipped checkpoint" "$WORK/resume/checkpoint_last.pt" "fails its checksum" \
   train_on "$WORK/prepared" "$WORK/resume" 6
 finish
