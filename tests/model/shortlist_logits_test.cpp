@@ -134,6 +134,41 @@ TEST(ShortlistLogits, TheLastColumnEstimatesTheLeftOutTokensLogSumExp) {
   }
 }
 
+TEST(ShortlistLogits, ARowsCandidatesScoreTheSameBitsAloneAsInABatch) {
+  // A sentence's translation must not depend on the sentences batched with it: its candidates'
+  // scores are the same bits whatever lists lie beside its own.
+  const int64_t vocab = 20000, dim = 64;
+  auto lists = random_lists({300, 57, 1, 200, 129}, vocab, 9);
+  // Lists need not be sorted: the last one reversed.
+  lists[4].slice(0, 0, 129).copy_(lists[4].slice(0, 0, 129).flip(0));
+  torch::manual_seed(10);
+  const auto matrix32 = torch::randn({vocab, dim});
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto matrix = matrix32.to(dtype);
+    const auto columns = shortlist_columns(matrix, lists, row_moments(matrix));
+    for (const int64_t rows_per_list : {1, 3, 4, 7}) {
+      const std::string what = std::string(dtype == torch::kFloat32 ? "float32, " : "bfloat16, ") +
+                               std::to_string(rows_per_list) + " rows per list";
+      const auto hidden = torch::randn({lists.size(0) * rows_per_list, dim}).to(dtype);
+      const auto batch = shortlist_logits(hidden, matrix, columns, rows_per_list);
+      const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
+      expect_matches(torch::cat({batch.listed, batch.rest.unsqueeze(1)}, 1),
+                     reference(hidden, matrix, lists, rows_per_list), tolerance, what);
+      for (int64_t m = 0; m < lists.size(0); ++m) {
+        const auto alone_lists = lists.slice(0, m, m + 1);
+        const auto alone = shortlist_logits(hidden.slice(0, m * rows_per_list, (m + 1) * rows_per_list), matrix,
+                                            shortlist_columns(matrix, alone_lists, row_moments(matrix)), rows_per_list);
+        const auto rows = torch::arange(m * rows_per_list, (m + 1) * rows_per_list);
+        EXPECT_TRUE(torch::equal(alone.listed, batch.listed.index_select(0, rows))) << what << ", list " << m;
+        // The left-out tokens' column takes LibTorch's product by the spread's basis, whose sums may
+        // go in another order at another number of rows.
+        EXPECT_TRUE(torch::allclose(alone.rest, batch.rest.index_select(0, rows), 1e-5, 1e-5))
+            << what << ", list " << m;
+      }
+    }
+  }
+}
+
 TEST(ShortlistLogits, RejectsRowsThatDoNotFitTheLists) {
   const auto matrix = torch::randn({8, 16});
   const auto lists = torch::zeros({2, 4}, torch::kLong);
