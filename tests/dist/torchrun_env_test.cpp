@@ -30,6 +30,14 @@ const std::map<std::string, std::string> kRank1Of4 = {{"MASTER_ADDR", "10.0.0.1"
                                                       {"WORLD_SIZE", "4"},         {"RANK", "1"},
                                                       {"LOCAL_RANK", "1"},         {"LOCAL_WORLD_SIZE", "2"}};
 
+/// kRank1Of4 with `changes` set. (Not `variables[name] = "literal"`: GCC 12 warns, wrongly, that
+/// the string's inlined copy overflows, -Wstringop-overflow.)
+std::map<std::string, std::string> rank1_of_4_with(const std::map<std::string, std::string>& changes) {
+  auto variables = kRank1Of4;
+  for (const auto& [name, value] : changes) variables.insert_or_assign(name, value);
+  return variables;
+}
+
 TEST(TorchrunEnv, OneProcessWithoutTheVariablesOrWithWorldSizeOne) {
   EXPECT_FALSE(read({}).has_value());
   EXPECT_FALSE(read({{"WORLD_SIZE", "1"}, {"RANK", "0"}}).has_value());
@@ -51,9 +59,8 @@ TEST(TorchrunEnv, ReadsWhatTorchrunSets) {
 
 TEST(TorchrunEnv, UnderTorchrunsAgentEveryRankIsAClientOfTheAgentsStore) {
   EXPECT_FALSE(read(kRank1Of4)->agent_store);
-  auto under_agent = kRank1Of4;
-  under_agent["TORCHELASTIC_USE_AGENT_STORE"] = "True";
-  under_agent["TORCHELASTIC_RESTART_COUNT"] = "2";
+  const auto under_agent =
+      rank1_of_4_with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
   const auto env = read(under_agent);
   EXPECT_TRUE(env->agent_store);
   EXPECT_EQ(env->restart_count, 2);
@@ -65,11 +72,9 @@ TEST(TorchrunEnv, AMissingOrMalformedVariableIsNamed) {
     variables.erase(name);
     EXPECT_NE(error_of(variables).find(std::string(name) + " is not set"), std::string::npos) << name;
   }
-  auto rank_too_big = kRank1Of4;
-  rank_too_big["RANK"] = "4";
+  const auto rank_too_big = rank1_of_4_with({{"RANK", "4"}});
   EXPECT_NE(error_of(rank_too_big).find("RANK=4: expected an integer from 0 to 3"), std::string::npos);
-  auto bad_port = kRank1Of4;
-  bad_port["MASTER_PORT"] = "29500x";
+  const auto bad_port = rank1_of_4_with({{"MASTER_PORT", "29500x"}});
   EXPECT_NE(error_of(bad_port).find("MASTER_PORT=29500x"), std::string::npos);
   EXPECT_NE(error_of({{"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
 }
