@@ -41,14 +41,22 @@ torch::Tensor draw_lists(int64_t sentences, int64_t vocabulary, int64_t candidat
   return out;
 }
 
+/// The command line's sizes, in its order; the defaults a base-size step's at 32,000 subwords.
+struct Sizes {
+  int64_t sentences = 1, beam = 4, vocabulary = 32000, d = 512, candidates = 650;
+};
+
+Sizes sizes_of(int argc, char** argv) {
+  Sizes sizes;
+  int64_t* fields[] = {&sizes.sentences, &sizes.beam, &sizes.vocabulary, &sizes.d, &sizes.candidates};
+  for (int i = 1; i < argc && i <= 5; ++i) *fields[i - 1] = std::atoll(argv[i]);
+  return sizes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int64_t sentences = argc > 1 ? std::atoll(argv[1]) : 1;
-  const int64_t beam = argc > 2 ? std::atoll(argv[2]) : 4;
-  const int64_t vocabulary = argc > 3 ? std::atoll(argv[3]) : 32000;
-  const int64_t d = argc > 4 ? std::atoll(argv[4]) : 512;
-  const int64_t candidates = argc > 5 ? std::atoll(argv[5]) : 650;
+  const auto [sentences, beam, vocabulary, d, candidates] = sizes_of(argc, argv);
   torch::NoGradGuard no_grad;
   std::srand(1);
   int64_t union_size = 0;
@@ -70,7 +78,7 @@ int main(int argc, char** argv) {
       const int repeats = static_cast<int>(std::max<int64_t>(5, 2000 / sentences));
       const double full_ms = tfm::bench::best_ms(repeats, [&] { full.linear(hidden); });
       const double listed_ms =
-          tfm::bench::best_ms(repeats, [&] { tfm::shortlist_logits(hidden, matrix, columns, beam); });
+          tfm::bench::best_ms(repeats, [&, rows = beam] { tfm::shortlist_logits(hidden, matrix, columns, rows); });
       std::printf("  %-8s %d thread(s): full product %9.1f us, shortlist %9.1f us: %.2fx\n",
                   dtype == torch::kFloat32 ? "float32" : "bfloat16", threads, full_ms * 1000, listed_ms * 1000,
                   full_ms / listed_ms);
