@@ -1,7 +1,9 @@
 #include "runtime/capabilities.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include <ATen/Context.h>
 #include <ATen/cpu/Utils.h>
@@ -54,8 +56,20 @@ Capabilities probe_capabilities() {
   return caps;
 }
 
+bool onednn_isa_cap_allows_tiles(const char* cap) {
+  if (cap == nullptr || *cap == '\0') return true;
+  std::string isa(cap);
+  for (auto& c : isa) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return isa == "ALL" || isa.find("AMX") != std::string::npos;
+}
+
 bool cpu_has_bf16_tiles() {
-  static const bool tiles = cpu_flag(at::cpu::get_cpu_capabilities(), "amx_bf16") && at::cpu::init_amx();
+  static const bool tiles = [] {
+    const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap == nullptr) cap = std::getenv("DNNL_MAX_CPU_ISA");
+    return onednn_isa_cap_allows_tiles(cap) && cpu_flag(at::cpu::get_cpu_capabilities(), "amx_bf16") &&
+           at::cpu::init_amx();
+  }();
   return tiles;
 }
 

@@ -24,8 +24,14 @@ Capabilities probe_capabilities();
 /// Whether oneDNN's bfloat16 products run on AMX tiles here: the CPU has AMX-BF16 and Linux lets
 /// this process use it (LibTorch's init_amx asks, as oneDNN does). There a product of 8 or more
 /// rows is several times faster through oneDNN than through AVX512-BF16, while compiling a kernel
-/// for a new shape costs ~5-10 ms (BENCHMARKS.md). Not changed by TFM_CPU_BF16.
+/// for a new shape costs ~5-10 ms (BENCHMARKS.md). Not changed by TFM_CPU_BF16. False where
+/// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) caps oneDNN below AMX: tfm's own tile kernels keep to the
+/// same cap, so that one variable gives the products of a CPU without AMX.
 bool cpu_has_bf16_tiles();
+
+/// Whether oneDNN's ISA cap `cap` (ONEDNN_MAX_CPU_ISA's value; null or empty: none) leaves it the
+/// AMX tiles: none, ALL, or an ISA whose name holds AMX (AVX512_CORE_AMX, AVX10_1_512_AMX, ...).
+bool onednn_isa_cap_allows_tiles(const char* cap);
 
 /// Whether oneDNN computes bfloat16 products on this CPU at all, natively or by widening to float
 /// (LibTorch's mkldnn_bf16_device_check: AVX512 BW, VL and DQ, or AVX-NE-CONVERT). Elsewhere (an

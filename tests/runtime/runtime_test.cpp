@@ -147,6 +147,18 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+TEST(Capabilities, AnIsaCapBelowAmxKeepsTfmsTileKernelsOffToo) {
+  // oneDNN's own names (its docs' ONEDNN_MAX_CPU_ISA values), in any case.
+  for (const char* allows : {static_cast<const char*>(nullptr), "", "ALL", "all", "AVX512_CORE_AMX", "avx10_1_512_amx",
+                             "AVX512_CORE_AMX_FP16"}) {
+    EXPECT_TRUE(onednn_isa_cap_allows_tiles(allows)) << (allows ? allows : "(unset)");
+  }
+  for (const char* keeps_off :
+       {"AVX512_CORE_BF16", "avx512_core_bf16", "AVX512_CORE_FP16", "AVX10_1_512", "AVX2", "SSE41"}) {
+    EXPECT_FALSE(onednn_isa_cap_allows_tiles(keeps_off)) << keeps_off;
+  }
+}
+
 TEST(Capabilities, TfmCpuBf16ReplacesTheProbesAnswerAndVersionSaysSo) {
   {
     ScopedEnv env("TFM_CPU_BF16", "native");
