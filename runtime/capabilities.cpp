@@ -45,15 +45,23 @@ Capabilities probe_capabilities() {
   if (caps.cuda_built) caps.cuda_runtime_version = cuda_hooks.versionCUDART();
   caps.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto cpu = at::cpu::get_cpu_capabilities();
-  caps.cpu_bf16 = cpu_flag(cpu, "avx512_bf16") || cpu_flag(cpu, "amx_bf16");
+  const bool amx_bf16 = cpu_flag(cpu, "amx_bf16");
+  caps.cpu_bf16 = native_cpu_bf16(cpu_flag(cpu, "avx512_bf16"), amx_bf16, amx_bf16 && cpu_has_bf16_tiles());
+  caps.cpu_tiles_withheld = amx_bf16 && !cpu_has_bf16_tiles();
   if (const char* forced = std::getenv("TFM_CPU_BF16"); forced != nullptr && *forced != '\0') {
     caps.cpu_bf16_forced = forced;
     if (caps.cpu_bf16_forced == "native" || caps.cpu_bf16_forced == "emulated") {
       caps.cpu_bf16 = caps.cpu_bf16_forced == "native";
+      caps.cpu_tiles_withheld = false;  // the forced answer stands alone, its messages the usual ones
     }
   }
   caps.cuda_bf16 = caps.cuda_devices > 0 && cuda_hooks.supportsBFloat16ConvolutionWithCuDNNv8();
   return caps;
+}
+
+bool native_cpu_bf16(bool avx512_bf16, bool amx_bf16, bool tiles_usable) {
+  if (amx_bf16) return tiles_usable;
+  return avx512_bf16;
 }
 
 bool onednn_isa_cap_allows_tiles(const char* cap) {
@@ -92,7 +100,10 @@ std::string describe(const Capabilities& caps) {
                                                        : std::string("no usable device here"))
                           : "not usable here: " + caps.cuda_status)
       << "\n"
-      << "bf16: cpu " << (caps.cpu_bf16 ? "yes (native AVX512-BF16/AMX)" : "no (emulated, slower than fp32)")
+      << "bf16: cpu "
+      << (caps.cpu_bf16             ? "yes (native AVX512-BF16/AMX)"
+          : caps.cpu_tiles_withheld ? "no (AMX tiles not usable here; AVX512-BF16 alone is slower than fp32)"
+                                    : "no (emulated, slower than fp32)")
       << forced_note(caps.cpu_bf16_forced) << ", cuda " << (caps.cuda_bf16 ? "yes" : "no") << "\n";
   return out.str();
 }

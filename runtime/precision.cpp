@@ -40,9 +40,14 @@ void check_supported(Precision precision, const torch::Device& device) {
   }
 }
 
+/// Why a CPU with AMX-BF16 but no usable tiles counts as without native bfloat16.
+constexpr const char* kTilesWithheld =
+    "the CPU's AMX tiles are not usable by this process, and on such CPUs AVX512-BF16 alone multiplies bfloat16 "
+    "slower than float32 (BENCHMARKS.md)";
+
 PrecisionSupport probe_precision_support() {
   const Capabilities caps = probe_capabilities();
-  return {caps.cpu_bf16, caps.cuda_bf16};
+  return {caps.cpu_bf16, caps.cuda_bf16, caps.cpu_tiles_withheld};
 }
 
 PrecisionChoice choose_precision(const std::string& requested, const torch::Device& device,
@@ -55,7 +60,9 @@ PrecisionChoice choose_precision(const std::string& requested, const torch::Devi
     choice.precision = bf16_native ? Precision::kBFloat16 : Precision::kFloat32;
     choice.reason = bf16_native ? option_name("dtype") + " auto: bfloat16, since " + where + " computes it natively"
                                 : option_name("dtype") + " auto: float32, since " + where + " has no native bfloat16" +
-                                      (cuda ? std::string() : std::string(" (no AVX512-BF16 or AMX)"));
+                                      (cuda                         ? std::string()
+                                       : support.cpu_tiles_withheld ? " (" + std::string(kTilesWithheld) + ")"
+                                                                    : std::string(" (no AVX512-BF16 or AMX)"));
     return choice;
   }
   choice.precision = parse_precision(requested);
@@ -66,10 +73,13 @@ PrecisionChoice choose_precision(const std::string& requested, const torch::Devi
                                 " bfloat16: this CUDA device has no native bfloat16 and emulates it, which "
                                 "is slower than float32; " +
                                 option_name("dtype") + " auto picks the fast precision"
-                          : option_name("dtype") +
-                                " bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
-                                "3x slower than float32 (measured on these machines); " +
-                                option_name("dtype") + " auto picks float32 here";
+                     : support.cpu_tiles_withheld
+                         ? option_name("dtype") + " bfloat16: " + kTilesWithheld + "; " + option_name("dtype") +
+                               " auto picks float32 here"
+                         : option_name("dtype") +
+                               " bfloat16: this CPU has no AVX512-BF16 or AMX and emulates bfloat16, about "
+                               "3x slower than float32 (measured on these machines); " +
+                               option_name("dtype") + " auto picks float32 here";
   }
   return choice;
 }

@@ -16,8 +16,9 @@ torch::ScalarType scalar_type(Precision precision);
 
 /// What the hardware offers for reduced precision: the inputs of choose_precision().
 struct PrecisionSupport {
-  bool cpu_bf16_native = false;  // AVX512-BF16 or AMX
-  bool cuda_bf16 = false;        // the CUDA device computes in bf16 natively (compute capability >= 8.0)
+  bool cpu_bf16_native = false;     // AVX512-BF16 or AMX
+  bool cuda_bf16 = false;           // the CUDA device computes in bf16 natively (compute capability >= 8.0)
+  bool cpu_tiles_withheld = false;  // the CPU has AMX-BF16 whose tiles this process cannot use (not native then)
 };
 PrecisionSupport probe_precision_support();
 

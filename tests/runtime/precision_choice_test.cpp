@@ -31,6 +31,17 @@ TEST(ChoosePrecision, AutoPicksBfloat16OnlyWhereItIsNative) {
   }
 }
 
+TEST(ChoosePrecision, ACpuWithAmxButNoUsableTilesGetsFloat32AndSaysWhy) {
+  const PrecisionSupport withheld{false, false, true};
+  const auto automatic = choose_precision("auto", kCpu, withheld);
+  EXPECT_EQ(automatic.precision, Precision::kFloat32);
+  EXPECT_NE(automatic.reason.find("AMX tiles are not usable"), std::string::npos) << automatic.reason;
+  const auto asked = choose_precision("bfloat16", kCpu, withheld);
+  EXPECT_EQ(asked.precision, Precision::kBFloat16);
+  EXPECT_NE(asked.warning.find("AMX tiles are not usable"), std::string::npos) << asked.warning;
+  EXPECT_EQ(asked.warning.find("emulates"), std::string::npos) << asked.warning;
+}
+
 TEST(ChoosePrecision, ExplicitChoicesRunAsAskedAndWarnWhenEmulated) {
   const auto emulated = choose_precision("bfloat16", kCpu, {false, false});
   EXPECT_EQ(emulated.precision, Precision::kBFloat16);

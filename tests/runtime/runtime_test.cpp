@@ -159,6 +159,13 @@ TEST(Capabilities, AnIsaCapBelowAmxKeepsTfmsTileKernelsOffToo) {
   }
 }
 
+TEST(Capabilities, AmxWithoutUsableTilesIsNotNativeBf16) {
+  EXPECT_TRUE(native_cpu_bf16(/*avx512_bf16=*/true, /*amx_bf16=*/false, /*tiles_usable=*/false));  // Zen 4/5
+  EXPECT_TRUE(native_cpu_bf16(true, true, true));    // Sapphire Rapids with its tiles
+  EXPECT_FALSE(native_cpu_bf16(true, true, false));  // ... without them
+  EXPECT_FALSE(native_cpu_bf16(false, false, false));
+}
+
 TEST(Capabilities, TfmCpuBf16ReplacesTheProbesAnswerAndVersionSaysSo) {
   {
     ScopedEnv env("TFM_CPU_BF16", "native");
