@@ -45,9 +45,9 @@ Capabilities probe_capabilities() {
   if (caps.cuda_built) caps.cuda_runtime_version = cuda_hooks.versionCUDART();
   caps.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto cpu = at::cpu::get_cpu_capabilities();
-  const bool amx_bf16 = cpu_flag(cpu, "amx_bf16");
-  caps.cpu_bf16 = native_cpu_bf16(cpu_flag(cpu, "avx512_bf16"), amx_bf16, amx_bf16 && cpu_has_bf16_tiles());
-  caps.cpu_tiles_withheld = amx_bf16 && !cpu_has_bf16_tiles();
+  const bool amx_bf16 = cpu_flag(cpu, "amx_bf16"), tiles = cpu_has_bf16_tiles();
+  caps.cpu_bf16 = native_cpu_bf16(cpu_flag(cpu, "avx512_bf16"), amx_bf16, tiles);
+  caps.cpu_tiles_withheld = amx_bf16 && !tiles;
   if (const char* forced = std::getenv("TFM_CPU_BF16"); forced != nullptr && *forced != '\0') {
     caps.cpu_bf16_forced = forced;
     if (caps.cpu_bf16_forced == "native" || caps.cpu_bf16_forced == "emulated") {
