@@ -6,6 +6,7 @@
 #include "model/linear.h"
 #include "model/masks.h"
 #include "model/shortlist_logits.h"
+#include "runtime/busy_scope.h"
 #include "runtime/huge_pages.h"
 #include "text/special_ids.h"
 
@@ -48,6 +49,7 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
 bool TransformerImpl::output_matrix_dropped() const { return output_matrix().numel() == 0; }
 
 EncoderOutput TransformerImpl::encode(const torch::Tensor& source) {
+  const BusyScope busy;  // background work waits (runtime/huge_pages.h)
   EncoderOutput out;
   out.mask = padding_mask(source, kPadId);  // [B, 1, 1, S]
   const RowsComputation encode_rows = [this](const torch::Tensor& tokens, const torch::Tensor& mask) {
@@ -180,6 +182,7 @@ TransformerImpl::StepLogits TransformerImpl::step_logits(const torch::Tensor& la
 }
 
 torch::Tensor TransformerImpl::step_hidden(const torch::Tensor& last_tokens, DecoderState& state) {
+  const BusyScope busy;
   const auto ids = last_tokens.view({-1, 1});  // [N, 1]
   // Rows that joined a running batch are at positions of their own.
   const auto embedded = state.row_starts.empty()
@@ -189,6 +192,7 @@ torch::Tensor TransformerImpl::step_hidden(const torch::Tensor& last_tokens, Dec
 }
 
 TransformerImpl::StepLogits TransformerImpl::output_logits(const torch::Tensor& hidden, const DecoderState& state) {
+  const BusyScope busy;
   if (state.output_columns.defined()) {
     const Int8Rows* int8 = output_int8_rows_.defined() ? &output_int8_rows_ : nullptr;
     auto [listed, rest] = shortlist_logits(hidden, output_matrix(), state.output_columns, state.rows_per_memory, int8);

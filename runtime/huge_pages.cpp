@@ -1,5 +1,7 @@
 #include "runtime/huge_pages.h"
 
+#include "runtime/busy_scope.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -21,10 +23,10 @@ constexpr uintptr_t kLargestGap = uintptr_t{4} << 20;  // between ranges taken a
 
 /// Collapses the 2 MiB pages wholly inside [begin, end) one at a time, so that a page the kernel
 /// refuses (not mapped, no memory) leaves the others collapsed; the bytes collapsed.
-int64_t collapse_pages(uintptr_t begin, uintptr_t end, const std::atomic<bool>* stop) {
+int64_t collapse_pages(uintptr_t begin, uintptr_t end, const std::function<bool()>& before_page) {
   int64_t collapsed = 0;
   for (uintptr_t page = (begin + kHugePage - 1) / kHugePage * kHugePage; page + kHugePage <= end; page += kHugePage) {
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) break;
+    if (before_page && !before_page()) break;
     if (madvise(reinterpret_cast<void*>(page), kHugePage, MADV_COLLAPSE) == 0) {
       collapsed += static_cast<int64_t>(kHugePage);
     }
@@ -32,12 +34,12 @@ int64_t collapse_pages(uintptr_t begin, uintptr_t end, const std::atomic<bool>* 
   return collapsed;
 }
 #else
-int64_t collapse_pages(uintptr_t, uintptr_t, const std::atomic<bool>*) { return 0; }
+int64_t collapse_pages(uintptr_t, uintptr_t, const std::function<bool()>&) { return 0; }
 #endif
 
 }  // namespace
 
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<bool>* stop) {
+int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page) {
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const MemoryRange& r) { return r.data == nullptr || r.size <= 0; }),
                ranges.end());
@@ -50,7 +52,7 @@ int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<
     for (; next < ranges.size() && reinterpret_cast<uintptr_t>(ranges[next].data) <= end + kLargestGap; ++next) {
       end = std::max(end, reinterpret_cast<uintptr_t>(ranges[next].data) + static_cast<uintptr_t>(ranges[next].size));
     }
-    collapsed += collapse_pages(begin, end, stop);
+    collapsed += collapse_pages(begin, end, before_page);
     first = next;
   }
   return collapsed;
@@ -68,8 +70,23 @@ HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges, std::chrono::m
         const sched_param idle{};
         sched_setscheduler(0, SCHED_IDLE, &idle);
 #endif
-        bytes_ = back_with_huge_pages(std::move(ranges), &stop_);
+        bytes_ = back_with_huge_pages(std::move(ranges), [this] { return wait_for_quiet(); });
       }) {
+}
+
+bool HugePageBacking::wait_for_quiet() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (stop_) return false;
+    if (forced_) return true;
+    const auto quiet = quiet_for();
+    if (quiet >= kQuietBeforePage) break;
+    waiting_for_quiet_ = true;
+    // Rechecked at the earliest moment the quiet could be long enough, or when woken.
+    woken_changed_.wait_for(lock, kQuietBeforePage - quiet);
+  }
+  waiting_for_quiet_ = false;
+  return true;
 }
 
 HugePageBacking::~HugePageBacking() {
@@ -87,6 +104,10 @@ void HugePageBacking::wake(bool stop) {
 }
 
 int64_t HugePageBacking::wait() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    forced_ = true;
+  }
   wake(/*stop=*/false);
   const std::lock_guard<std::mutex> lock(join_mutex_);  // one joins; the others wait for it here
   if (worker_.joinable()) worker_.join();

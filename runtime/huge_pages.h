@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,16 +25,20 @@ struct MemoryRange {
 /// holds, and each one missed costs a page walk (two-level under a hypervisor). Returns the bytes
 /// now in 2 MiB pages; 0 where the kernel cannot (older than 6.1, or transparent huge pages off),
 /// which leaves the memory as it was.
-/// With `stop`, ends before the next 2 MiB page once *stop is true.
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::atomic<bool>* stop = nullptr);
+/// `before_page`, where given, is asked before each 2 MiB page and ends the work when it answers
+/// false.
+int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page = {});
 
 /// back_with_huge_pages on a thread of its own, begun `delay` after construction, so that whoever
 /// prepared the memory goes on (reading it meanwhile is safe: the kernel swaps each page under its
 /// own lock). The kernel copies every page into a 2 MiB one it allocates: on these virtual machines
-/// 0.1-0.9 s for a base-size model's 240 MB of weights, and while it runs, decoding threads wait
-/// on the pages it holds (BENCHMARKS.md). A run shorter than the delay (one sentence at a prompt)
-/// never pays it; a long one (a file, a server) has its pages soon after. Destroying it stops
-/// after the page in progress, or before the first.
+/// 0.1-3 s of the kernel's time for a base-size model's 240 MB of weights (fresh 2 MiB pages the
+/// hypervisor has yet to back), and while it runs, decoding threads that touch new memory wait on
+/// the address space's lock (BENCHMARKS.md): a 1000-line file decoded 1.6x slower beside it. So
+/// each page waits until the process has been quiet (runtime/busy_scope.h) for `kQuietBeforePage`:
+/// a file decoded back to back never pays it, a server or a prompt does between requests, and a
+/// run shorter than the delay never does. Destroying it stops after the page in progress, or
+/// before the first.
 class HugePageBacking {
  public:
   HugePageBacking() = default;  // nothing to back
@@ -41,19 +46,28 @@ class HugePageBacking {
   ~HugePageBacking();
   HugePageBacking(const HugePageBacking&) = delete;
   HugePageBacking& operator=(const HugePageBacking&) = delete;
-  /// Begins the work now if it is still waiting, and waits for it to end: the bytes now in 2 MiB
-  /// pages. Any thread may call it.
+  /// How long the process must have been quiet before each page.
+  static constexpr std::chrono::milliseconds kQuietBeforePage{200};
+
+  /// Begins the work now if it is still waiting, busy or not, and waits for it to end: the bytes
+  /// now in 2 MiB pages. Any thread may call it.
   int64_t wait();
+  /// Whether the work waits for the process to be quiet before its next page.
+  bool waiting_for_quiet() const { return waiting_for_quiet_; }
 
  private:
   /// Ends the delay: `stop` true ends the work too.
   void wake(bool stop);
+  /// Before each page: waits until the process is quiet, woken or stopped; false once stopped.
+  bool wait_for_quiet();
 
-  std::mutex mutex_;  // guards woken_
+  std::mutex mutex_;  // guards woken_ and forced_
   std::condition_variable woken_changed_;
   std::mutex join_mutex_;
   bool woken_ = false;
+  bool forced_ = false;  // wait() asked for the work now, quiet or not
   std::atomic<bool> stop_{false};
+  std::atomic<bool> waiting_for_quiet_{false};
   int64_t bytes_ = 0;
   std::thread worker_;
 };

@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 
+#include "runtime/busy_scope.h"
 #include "tests/huge_pages_support.h"
 
 namespace tfm {
@@ -100,12 +103,44 @@ TEST(HugePages, BacksOnAThreadOfItsOwn) {
 // bytes are as they were.
 TEST(HugePages, StopsWhenAsked) {
   const Region region(40 * kMiB);
-  const std::atomic<bool> stop{true};
-  EXPECT_EQ(back_with_huge_pages({{region.at(0), 38 * kMiB}}, &stop), 0);
+  EXPECT_EQ(back_with_huge_pages({{region.at(0), 38 * kMiB}}, [] { return false; }), 0);
   { const HugePageBacking waiting({{region.at(0), 38 * kMiB}}, std::chrono::hours(1)); }
   { const HugePageBacking working({{region.at(0), 38 * kMiB}}, std::chrono::milliseconds(0)); }
   EXPECT_TRUE(region.holds_pattern(40 * kMiB));
   const HugePageBacking nothing;
+}
+
+// While the process is busy (a decoding step), the work waits before its next page; once the
+// process has been quiet long enough it goes on by itself.
+TEST(HugePages, WaitsForTheProcessToBeQuietBeforeEachPage) {
+  if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
+  const Region region(8 * kMiB);
+  std::optional<BusyScope> busy(std::in_place);
+  HugePageBacking backing({{region.at(0), 3 * kMiB}, {region.at(4 * kMiB), 3 * kMiB}}, std::chrono::milliseconds(0));
+  // Before its first page; without the wait it would back them all, which ends the loop too.
+  while (!backing.waiting_for_quiet() && huge_page_bytes_of_mapping(region.at(0)) < 6 * kMiB) {
+    std::this_thread::yield();
+  }
+  ASSERT_TRUE(backing.waiting_for_quiet());
+  busy.reset();
+  // By itself, not through wait(); the deadline only keeps a kernel that refuses from hanging the test.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (huge_page_bytes_of_mapping(region.at(0)) < 6 * kMiB && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_GE(huge_page_bytes_of_mapping(region.at(0)), 6 * kMiB);
+  EXPECT_EQ(backing.wait(), 6 * kMiB);
+  EXPECT_FALSE(backing.waiting_for_quiet());
+  EXPECT_TRUE(region.holds_pattern(8 * kMiB));
+}
+
+// wait() does the work now, busy or not.
+TEST(HugePages, WaitDoesNotWaitForQuiet) {
+  if (const auto why = testing::why_memory_cannot_collapse(); !why.empty()) GTEST_SKIP() << why;
+  const Region region(8 * kMiB);
+  const BusyScope busy;
+  HugePageBacking backing({{region.at(0), 3 * kMiB}, {region.at(4 * kMiB), 3 * kMiB}}, std::chrono::milliseconds(0));
+  EXPECT_EQ(backing.wait(), 6 * kMiB);
 }
 
 TEST(HugePages, LeavesRangesWithoutAWholePageAlone) {
