@@ -78,7 +78,7 @@ bool HugePageBacking::wait_for_quiet() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (stop_) return false;
-    if (forced_) return true;
+    if (woken_) return true;  // by wait(): now, quiet or not (the destructor's wake also stops)
     const auto quiet = quiet_for();
     if (quiet >= kQuietBeforePage) break;
     waiting_for_quiet_ = true;
@@ -104,10 +104,6 @@ void HugePageBacking::wake(bool stop) {
 }
 
 int64_t HugePageBacking::wait() {
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    forced_ = true;
-  }
   wake(/*stop=*/false);
   const std::lock_guard<std::mutex> lock(join_mutex_);  // one joins; the others wait for it here
   if (worker_.joinable()) worker_.join();

@@ -61,11 +61,10 @@ class HugePageBacking {
   /// Before each page: waits until the process is quiet, woken or stopped; false once stopped.
   bool wait_for_quiet();
 
-  std::mutex mutex_;  // guards woken_ and forced_
+  std::mutex mutex_;  // guards woken_
   std::condition_variable woken_changed_;
   std::mutex join_mutex_;
   bool woken_ = false;
-  bool forced_ = false;  // wait() asked for the work now, quiet or not
   std::atomic<bool> stop_{false};
   std::atomic<bool> waiting_for_quiet_{false};
   int64_t bytes_ = 0;
