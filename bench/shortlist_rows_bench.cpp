@@ -1,7 +1,9 @@
 // A decoding step's output layer with and without a shortlist: the full product over the whole
 // vocabulary (PreparedWeight, as the decoder runs it) against shortlist_logits over each sentence's
 // candidates, at a batch's sentences x a beam's rows, float32 and (where native) bfloat16, on all
-// threads and on one. Only for bench/shortlist_rows.sh.
+// threads and on one; where the CPU has AMX tiles, the bfloat16 shortlist also with the 1,024 most
+// frequently drawn ids as its shared candidates (model/shortlist_shared.h). Only for
+// bench/shortlist_rows.sh.
 //   tfm-shortlist-rows-bench [SENTENCES] [BEAM] [VOCABULARY] [D_MODEL] [CANDIDATES]
 // A sentence's candidates: half drawn from the 2,000 most frequent ids (which every sentence's lists
 // share, as their function words do), half from the whole vocabulary.
@@ -19,6 +21,7 @@
 #include "model/prepared_weight.h"
 #include "model/shortlist_columns.h"
 #include "model/shortlist_logits.h"
+#include "model/shortlist_shared.h"
 
 namespace {
 
@@ -79,9 +82,18 @@ int main(int argc, char** argv) {
       const double full_ms = tfm::bench::best_ms(repeats, [&] { full.linear(hidden); });
       const double listed_ms =
           tfm::bench::best_ms(repeats, [&, rows = beam] { tfm::shortlist_logits(hidden, matrix, columns, rows); });
-      std::printf("  %-8s %d thread(s): full product %9.1f us, shortlist %9.1f us: %.2fx\n",
+      std::printf("  %-8s %d thread(s): full product %9.1f us, shortlist %9.1f us: %.2fx",
                   dtype == torch::kFloat32 ? "float32" : "bfloat16", threads, full_ms * 1000, listed_ms * 1000,
                   full_ms / listed_ms);
+      if (tfm::shared_candidates_supported(matrix)) {
+        const auto shared_ids = torch::arange(std::min(tfm::kSharedCandidates, vocabulary), torch::kLong);
+        const auto with_shared = tfm::shortlist_columns(matrix, lists, tfm::row_moments(matrix), 0,
+                                                        tfm::shared_candidates(matrix, shared_ids));
+        const double shared_ms = tfm::bench::best_ms(
+            repeats, [&, rows = beam] { tfm::shortlist_logits(hidden, matrix, with_shared, rows); });
+        std::printf("; with shared candidates %9.1f us: %.2fx", shared_ms * 1000, full_ms / shared_ms);
+      }
+      std::printf("\n");
     }
   }
   return 0;

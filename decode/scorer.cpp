@@ -95,13 +95,17 @@ void Scorer::State::append(State& /*other*/) { throw std::logic_error("this scor
 
 TransformerScorer::TransformerScorer(Transformer model, const Shortlist* shortlist)
     : model_(std::move(model)), shortlist_(shortlist) {
-  if (shortlist_ != nullptr) shortlist_->check_vocabulary(model_->config().vocab_size);
+  if (shortlist_ != nullptr) {
+    shortlist_->check_vocabulary(model_->config().vocab_size);
+    shared_ids_ = shortlist_->shared_targets(kSharedCandidates);
+  }
 }
 
 std::unique_ptr<Scorer::State> TransformerScorer::start(const torch::Tensor& source) {
   auto state = std::make_unique<TransformerState>(model_->start_decoding(model_->encode(source)));
   if (shortlist_ != nullptr) {
-    model_->restrict_output(state->state, shortlist_->candidates(source), shortlist_->rest_correction());  // [B, C]
+    model_->restrict_output(state->state, shortlist_->candidates(source), shortlist_->rest_correction(),  // [B, C]
+                            shared_ids_);
   }
   return state;
 }

@@ -104,6 +104,7 @@ class TransformerScorer : public Scorer {
  private:
   Transformer model_;
   const Shortlist* shortlist_;  // not owned; null: the whole vocabulary
+  torch::Tensor shared_ids_;    // the shortlist's shared_targets: undefined without one
 };
 
 /// Several models over one vocabulary; the next-token score is the mean of their

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -45,6 +47,28 @@ Shortlist::Shortlist(int64_t vocab_size, std::vector<int64_t> frequent, std::vec
       std::any_of(targets_.begin(), targets_.end(), outside)) {
     throw std::invalid_argument("shortlist ids outside the vocabulary of " + std::to_string(vocab_size_));
   }
+  by_listing_ = rank_by_listing();
+}
+
+torch::Tensor Shortlist::shared_targets(int64_t count) const {
+  TORCH_CHECK(count >= 0, "shared_targets: a count of ", count);
+  const auto first = by_listing_.begin();
+  std::vector<int64_t> kept(first, first + std::min<int64_t>(count, static_cast<int64_t>(by_listing_.size())));
+  std::sort(kept.begin(), kept.end());
+  return to_tensor(kept, torch::kLong);
+}
+
+std::vector<int64_t> Shortlist::rank_by_listing() const {
+  // How many source tokens list each target; the special and frequent ids, in every list, first.
+  std::vector<int64_t> listed_by(static_cast<size_t>(vocab_size_), 0);
+  for (const int32_t target : targets_) ++listed_by[target];
+  const int64_t always = std::numeric_limits<int64_t>::max();
+  for (int64_t id = 0; id < std::min(kNumSpecialIds, vocab_size_); ++id) listed_by[id] = always;
+  for (const int64_t id : frequent_) listed_by[id] = always;
+  std::vector<int64_t> order(static_cast<size_t>(vocab_size_));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return listed_by[x] > listed_by[y]; });
+  return order;
 }
 
 torch::Tensor Shortlist::candidates(const torch::Tensor& source) const {

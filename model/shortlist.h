@@ -33,6 +33,10 @@ class Shortlist {
   torch::Tensor candidates(const torch::Tensor& source) const;
   /// The candidates of source token `source_id` (the frequent ones not included).
   std::vector<int64_t> candidates_of(int64_t source_id) const;
+  /// [min(count, V)] int64, ascending: the ids most sentences' lists are likely to hold, chosen
+  /// from the shortlist alone: the special ids and the frequent ones, then those the most source
+  /// tokens list (ties: the lower id). A batch's lists share them (model/shortlist_shared.h).
+  torch::Tensor shared_targets(int64_t count) const;
   const std::vector<int64_t>& frequent() const { return frequent_; }
   int64_t entries() const { return static_cast<int64_t>(targets_.size()); }
   /// Nats added to the estimate of the log-mass of the tokens a sentence's list leaves out
@@ -54,6 +58,10 @@ class Shortlist {
   std::vector<int64_t> offsets_;
   std::vector<int32_t> targets_;
   double rest_correction_ = 0;
+  std::vector<int64_t> by_listing_;  // every id, the likeliest to be shared first (shared_targets)
+
+  /// The ids ordered as shared_targets() chooses them.
+  std::vector<int64_t> rank_by_listing() const;
 };
 
 struct ShortlistOptions {

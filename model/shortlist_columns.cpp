@@ -51,6 +51,46 @@ void sum_listed_rows(const T* matrix, int64_t vocab, int64_t dim, const int64_t*
   });
 }
 
+/// columns.own_* and columns.shared_* for its candidates and columns.shared.
+void split_columns(ShortlistColumns& columns) {
+  const auto& lists = columns.candidates;  // [M, C]
+  const int64_t count = lists.size(0), width = lists.size(1);
+  const int64_t* ids = lists.data_ptr<int64_t>();
+  const int64_t* places = columns.shared->places.data_ptr<int64_t>();
+  std::vector<int64_t> own_count(static_cast<size_t>(count)), shared_count(static_cast<size_t>(count));
+  for (int64_t m = 0; m < count; ++m) {
+    for (int64_t c = 0; c < width; ++c) {
+      const int64_t id = ids[m * width + c];
+      ++(id >= 0 && places[id] < 0 ? own_count : shared_count)[m];
+    }
+  }
+  const auto widest = [](const std::vector<int64_t>& counts) {
+    return std::max<int64_t>(1, *std::max_element(counts.begin(), counts.end()));
+  };
+  const int64_t own_width = widest(own_count), shared_width = widest(shared_count);
+  columns.own_ids = torch::full({count, own_width}, -1, torch::kLong);
+  columns.own_columns = torch::full({count, own_width}, -1, torch::kLong);
+  columns.shared_columns = torch::full({count, shared_width}, -1, torch::kLong);
+  columns.shared_places = torch::full({count, shared_width}, -1, torch::kLong);
+  auto* own_ids = columns.own_ids.data_ptr<int64_t>();
+  auto* own_columns = columns.own_columns.data_ptr<int64_t>();
+  auto* shared_columns = columns.shared_columns.data_ptr<int64_t>();
+  auto* shared_places = columns.shared_places.data_ptr<int64_t>();
+  for (int64_t m = 0; m < count; ++m) {
+    int64_t own = m * own_width, shared = m * shared_width;
+    for (int64_t c = 0; c < width; ++c) {
+      const int64_t id = ids[m * width + c];
+      if (id >= 0 && places[id] < 0) {
+        own_ids[own] = id;
+        own_columns[own++] = c;
+      } else {
+        shared_columns[shared] = c;
+        shared_places[shared++] = id >= 0 ? places[id] : -1;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int64_t spread_rank(int64_t dim) {
@@ -88,20 +128,37 @@ RowMoments row_moments(const torch::Tensor& matrix) {
 
 void ShortlistColumns::select(const torch::Tensor& lists) {
   const auto index = lists.to(torch::kCPU, torch::kLong);
-  candidates = candidates.index_select(0, index);
-  rest_mean = rest_mean.index_select(0, index);
-  rest_log_count = rest_log_count.index_select(0, index);
+  for (auto* part :
+       {&candidates, &rest_mean, &rest_log_count, &own_ids, &own_columns, &shared_columns, &shared_places}) {
+    if (part->defined()) *part = part->index_select(0, index);
+  }
 }
 
 void ShortlistColumns::append(const ShortlistColumns& other) {
-  const int64_t width = std::max(candidates.size(1), other.candidates.size(1));
-  candidates = torch::cat({padded(candidates, width), padded(other.candidates, width)});
+  if (shared != other.shared) {  // laid out for other ids or another matrix: every column list by list
+    shared = nullptr;
+    own_ids = own_columns = shared_columns = shared_places = torch::Tensor();
+  }
+  const auto join = [](torch::Tensor& mine, const torch::Tensor& theirs) {
+    const int64_t width = std::max(mine.size(1), theirs.size(1));
+    mine = torch::cat({padded(mine, width), padded(theirs, width)});
+  };
+  join(candidates, other.candidates);
+  if (shared) {
+    for (auto [mine, theirs] : {std::pair{&own_ids, &other.own_ids},
+                                {&own_columns, &other.own_columns},
+                                {&shared_columns, &other.shared_columns},
+                                {&shared_places, &other.shared_places}}) {
+      join(*mine, *theirs);
+    }
+  }
   rest_mean = torch::cat({rest_mean, other.rest_mean});
   rest_log_count = torch::cat({rest_log_count, other.rest_log_count});
 }
 
 ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
-                                   const RowMoments& moments, double rest_correction) {
+                                   const RowMoments& moments, double rest_correction,
+                                   std::shared_ptr<const SharedCandidates> shared) {
   TORCH_CHECK(matrix.dim() == 2 && candidates.dim() == 2, "shortlist_columns: a [V, D] matrix and [M, C] lists");
   TORCH_CHECK(moments.sum.numel() == matrix.size(1), "shortlist_columns: moments of another matrix");
   torch::NoGradGuard no_grad;
@@ -119,10 +176,18 @@ ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Ten
   // No token left out: a mean of 0 and a count of 0, whose log -inf removes the column's mass.
   const auto means = (moments.sum.unsqueeze(0) - sums) / left.clamp_min(1.0);  // [M, D]
   const auto& spread = moments.spread;
-  return {lists,
-          means.to(matrix.scalar_type()),
-          (left.squeeze(1).log() + rest_correction).to(torch::kFloat32),  // -inf stays -inf
-          {spread.basis.to(torch::kCPU, matrix.scalar_type()), spread.excess, spread.residual}};
+  ShortlistColumns columns;
+  columns.candidates = lists;
+  columns.rest_mean = means.to(matrix.scalar_type());
+  columns.rest_log_count = (left.squeeze(1).log() + rest_correction).to(torch::kFloat32);  // -inf stays -inf
+  columns.spread = {spread.basis.to(torch::kCPU, matrix.scalar_type()), spread.excess, spread.residual};
+  if (shared) {
+    TORCH_CHECK(shared->places.numel() == vocab && shared->dim == dim,
+                "shortlist_columns: shared candidates of another matrix");
+    columns.shared = std::move(shared);
+    split_columns(columns);
+  }
+  return columns;
 }
 
 }  // namespace tfm

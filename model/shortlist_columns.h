@@ -1,7 +1,10 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include <torch/types.h>
+
+#include "model/shortlist_shared.h"
 
 namespace tfm {
 
@@ -39,18 +42,29 @@ struct ShortlistColumns {
   torch::Tensor rest_log_count;
   /// The spread of all the matrix's rows, for every list; its basis in the matrix's dtype.
   RowSpread spread;
+  /// Where the shared candidates are scored on AMX tiles (model/shortlist_shared.h), them; the
+  /// other columns are scored list by list. Unset: every column list by list.
+  std::shared_ptr<const SharedCandidates> shared;
+  /// With `shared`: [M, Co] int64, each list's candidates outside it and their columns, then -1.
+  torch::Tensor own_ids, own_columns;
+  /// With `shared`: [M, Cs] int64, each list's columns of shared candidates and of padding, and
+  /// their places in shared->ids (-1 for padding), then -1.
+  torch::Tensor shared_columns, shared_places;
 
   bool defined() const { return candidates.defined(); }
   /// Keeps lists `lists` ([M'] int64 indices, repeats allowed), in that order.
   void select(const torch::Tensor& lists);
-  /// `other`'s lists after these, the shorter padded.
+  /// `other`'s lists after these, the shorter padded; scored list by list from now on unless both
+  /// share one `shared`.
   void append(const ShortlistColumns& other);
 };
 
 /// The lists of `candidates` ([M, C] as above) over `matrix` ([V, D], whose row_moments are
 /// `moments`). Reads only the candidates' rows. `rest_correction`: nats added to each list's log
 /// count, and so to its left-out tokens' estimated log-mass (Shortlist::rest_correction).
+/// `shared`: the matrix's shared candidates (shared_candidates(matrix, ...)), or null.
 ShortlistColumns shortlist_columns(const torch::Tensor& matrix, const torch::Tensor& candidates,
-                                   const RowMoments& moments, double rest_correction = 0);
+                                   const RowMoments& moments, double rest_correction = 0,
+                                   std::shared_ptr<const SharedCandidates> shared = nullptr);
 
 }  // namespace tfm

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "model/shortlist_int8.h"
+#include "model/shortlist_shared.h"
 #include "runtime/float_lanes.h"
 #include "runtime/vector_clones.h"
 
@@ -35,6 +36,11 @@ struct ShortlistViews {
   float* listed;  // [N, C]
   float* rest;    // [N]
   int64_t width, dim, rows_per_list;
+  // Where shared candidates are scored apart (ShortlistColumns::shared): [M, Co] the others' ids
+  // and columns, then -1. Null: every column of `candidates`.
+  const int64_t* own_ids = nullptr;
+  const int64_t* own_columns = nullptr;
+  int64_t own_width = 0;
 };
 
 /// A tile of Rows queries by kTileColumns<Rows> candidates fills the 16 accumulators that one
@@ -151,18 +157,22 @@ struct LaneProducts {
 /// output matrix larger than a core's caches, where the CPU's own prefetchers do not follow.
 constexpr int64_t kPrefetchTiles = 2;
 
-/// Rows [row, row + Rows) of one list against all of its candidates, a tile at a time.
+/// Rows [row, row + Rows) of one list against its candidates `ids` ([width]), a tile at a time:
+/// the products of ids[c] go to column c, or with `to` to column to[c] (where ids has ended, -1:
+/// the rest of the list is left alone).
 template <int Rows, typename Lanes, typename T, typename Products>
-TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, const int64_t* ids) {
+TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, const int64_t* ids, int64_t width,
+                                   const int64_t* to) {
   constexpr int kColumns = kTileColumns<Rows>;
   const T* xs[Rows];
   for (int r = 0; r < Rows; ++r) xs[r] = a.hidden + (row + r) * a.dim;
-  for (int64_t block = 0; block < a.width; block += kColumns) {
+  for (int64_t block = 0; block < width; block += kColumns) {
+    if (to != nullptr && ids[block] < 0) break;
     const int64_t ahead = block + kPrefetchTiles * kColumns;
-    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, a.width) && ids[c] >= 0; ++c) {
+    for (int64_t c = ahead; c < std::min<int64_t>(ahead + kColumns, width) && ids[c] >= 0; ++c) {
       prefetch_bytes(a.matrix + ids[c] * a.dim, a.dim * static_cast<int64_t>(sizeof(T)));
     }
-    const int64_t count = std::min<int64_t>(kColumns, a.width - block);
+    const int64_t count = std::min<int64_t>(kColumns, width - block);
     const T* columns[kColumns];
     for (int64_t c = 0; c < kColumns; ++c) {
       const int64_t id = c < count ? ids[block + c] : -1;
@@ -173,8 +183,12 @@ TFM_ALWAYS_INLINE void score_tiles(const ShortlistViews<T>& a, int64_t row, cons
     float sums[kVectorLanes];
     store_lanes(sums, sums_of_lanes(products));
     for (int r = 0; r < Rows; ++r) {
-      float* out = a.listed + (row + r) * a.width + block;
-      for (int64_t c = 0; c < count; ++c) out[c] = ids[block + c] >= 0 ? sums[r * kColumns + c] : kNegInf;
+      float* out = a.listed + (row + r) * a.width;
+      if (to == nullptr) {
+        for (int64_t c = 0; c < count; ++c) out[block + c] = ids[block + c] >= 0 ? sums[r * kColumns + c] : kNegInf;
+      } else {
+        for (int64_t c = 0; c < count && to[block + c] >= 0; ++c) out[to[block + c]] = sums[r * kColumns + c];
+      }
     }
   }
 }
@@ -211,11 +225,14 @@ TFM_ALWAYS_INLINE void score_rows(const ShortlistViews<T>& a, int64_t begin, int
   for (int64_t first = begin; first < end;) {
     const int64_t list = first / a.rows_per_list;
     const int64_t last = std::min(end, (list + 1) * a.rows_per_list);
-    const int64_t* ids = a.candidates + list * a.width;
+    const bool own = a.own_ids != nullptr;
+    const int64_t width = own ? a.own_width : a.width;
+    const int64_t* ids = own ? a.own_ids + list * width : a.candidates + list * width;
+    const int64_t* to = own ? a.own_columns + list * width : nullptr;
     int64_t row = first;
-    for (; row + 4 <= last; row += 4) score_tiles<4, Lanes, T, Products>(a, row, ids);
-    for (; row + 2 <= last; row += 2) score_tiles<2, Lanes, T, Products>(a, row, ids);
-    for (; row < last; ++row) score_tiles<1, Lanes, T, Products>(a, row, ids);
+    for (; row + 4 <= last; row += 4) score_tiles<4, Lanes, T, Products>(a, row, ids, width, to);
+    for (; row + 2 <= last; row += 2) score_tiles<2, Lanes, T, Products>(a, row, ids, width, to);
+    for (; row < last; ++row) score_tiles<1, Lanes, T, Products>(a, row, ids, width, to);
     score_rest<Lanes>(a, first, last);
     first = last;
   }
@@ -270,20 +287,25 @@ void best_score_range(const ShortlistViews<BFloat16>& a, int64_t begin, int64_t 
 template <typename T>
 void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns,
                const torch::Tensor& projections, int64_t rows_per_list, const Int8Rows* int8, ShortlistLogits& out) {
-  const ShortlistViews<T> a{hidden.data_ptr<T>(),
-                            matrix.data_ptr<T>(),
-                            columns.candidates.data_ptr<int64_t>(),
-                            columns.rest_mean.data_ptr<T>(),
-                            columns.rest_log_count.data_ptr<float>(),
-                            projections.data_ptr<T>(),
-                            columns.spread.excess.data_ptr<float>(),
-                            static_cast<float>(columns.spread.residual),
-                            projections.size(1),
-                            out.listed.data_ptr<float>(),
-                            out.rest.data_ptr<float>(),
-                            columns.candidates.size(1),
-                            hidden.size(1),
-                            rows_per_list};
+  ShortlistViews<T> a{hidden.data_ptr<T>(),
+                      matrix.data_ptr<T>(),
+                      columns.candidates.data_ptr<int64_t>(),
+                      columns.rest_mean.data_ptr<T>(),
+                      columns.rest_log_count.data_ptr<float>(),
+                      projections.data_ptr<T>(),
+                      columns.spread.excess.data_ptr<float>(),
+                      static_cast<float>(columns.spread.residual),
+                      projections.size(1),
+                      out.listed.data_ptr<float>(),
+                      out.rest.data_ptr<float>(),
+                      columns.candidates.size(1),
+                      hidden.size(1),
+                      rows_per_list};
+  if (columns.shared) {
+    a.own_ids = columns.own_ids.data_ptr<int64_t>();
+    a.own_columns = columns.own_columns.data_ptr<int64_t>();
+    a.own_width = columns.own_ids.size(1);
+  }
   // Enough multiply-adds per task that a thread's share outweighs waking it.
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, a.width * a.dim));
   if constexpr (std::is_same_v<T, float>) {
@@ -297,6 +319,13 @@ void score_all(const torch::Tensor& hidden, const torch::Tensor& matrix, const S
     }
   }
   team_parallel_for(0, hidden.size(0), grain, [&](int64_t begin, int64_t end) { best_score_range(a, begin, end); });
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    if (columns.shared) {
+      score_shared_candidates({a.hidden, columns.shared.get(), columns.shared_columns.data_ptr<int64_t>(),
+                               columns.shared_places.data_ptr<int64_t>(), columns.shared_columns.size(1), a.listed,
+                               a.width, hidden.size(0), rows_per_list});
+    }
+  }
 }
 
 bool kernel_supported(const torch::Tensor& hidden, const torch::Tensor& matrix, const ShortlistColumns& columns) {
@@ -317,8 +346,20 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
     const auto projections = rows.mm(columns.spread.basis).contiguous();  // [N, r]
     const RowSpread spread{columns.spread.basis, columns.spread.excess.to(torch::kFloat32).contiguous(),
                            columns.spread.residual};
-    const ShortlistColumns lists{candidates.contiguous(), columns.rest_mean.contiguous(),
-                                 columns.rest_log_count.to(torch::kFloat32).contiguous(), spread};
+    ShortlistColumns lists;
+    lists.candidates = candidates.contiguous();
+    lists.rest_mean = columns.rest_mean.contiguous();
+    lists.rest_log_count = columns.rest_log_count.to(torch::kFloat32).contiguous();
+    lists.spread = spread;
+    // Shared candidates on tiles where their matrix is this one in bfloat16 (shortlist_columns
+    // checked its shape); otherwise every column list by list.
+    if (columns.shared && rows.scalar_type() == torch::kBFloat16 && shared_candidates_supported(matrix)) {
+      lists.shared = columns.shared;
+      lists.own_ids = columns.own_ids.contiguous();
+      lists.own_columns = columns.own_columns.contiguous();
+      lists.shared_columns = columns.shared_columns.contiguous();
+      lists.shared_places = columns.shared_places.contiguous();
+    }
     const auto floats = rows.options().dtype(torch::kFloat32);
     ShortlistLogits out{torch::empty({rows.size(0), width}, floats), torch::empty({rows.size(0)}, floats)};
     if (rows.scalar_type() == torch::kFloat32) {

@@ -155,11 +155,31 @@ bool TransformerImpl::embed_from_output_layer() {
   return true;
 }
 
-void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction) {
+void TransformerImpl::restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction,
+                                      const torch::Tensor& shared_ids) {
   TORCH_CHECK(!output_matrix_dropped(), "restrict_output: the output matrix was freed (embed_from_output_layer)");
   TORCH_CHECK(candidates.dim() == 2 && candidates.size(0) == state.memory_bias.size(0),
               "restrict_output: ", candidates.sizes(), " candidates for ", state.memory_bias.size(0), " sentences");
-  state.output_columns = shortlist_columns(output_matrix(), candidates, output_moments(), rest_correction);
+  auto shared = shared_ids.defined() && shared_candidates_supported(output_matrix())
+                    ? output_shared_candidates(shared_ids)
+                    : nullptr;
+  state.output_columns =
+      shortlist_columns(output_matrix(), candidates, output_moments(), rest_correction, std::move(shared));
+}
+
+std::shared_ptr<const SharedCandidates> TransformerImpl::output_shared_candidates(const torch::Tensor& ids) {
+  const auto& matrix = output_matrix();
+  const std::lock_guard<std::mutex> lock(shared_cache_->mutex);
+  auto& cache = *shared_cache_;
+  const int64_t version = matrix.is_inference() ? 0 : static_cast<int64_t>(matrix._version());
+  const bool same_ids = cache.ids.defined() && cache.ids.sizes() == ids.sizes() && torch::equal(cache.ids, ids.cpu());
+  if (!cache.shared || cache.data != matrix.data_ptr() || cache.version != version || !same_ids) {
+    cache.shared = shared_candidates(matrix, ids);
+    cache.ids = ids.cpu().clone();
+    cache.data = matrix.data_ptr();
+    cache.version = version;
+  }
+  return cache.shared;
 }
 
 RowMoments TransformerImpl::output_moments() {

@@ -19,6 +19,7 @@
 #include "model/model_config.h"
 #include "model/prepared_weight.h"
 #include "model/shortlist_int8.h"
+#include "model/shortlist_shared.h"
 #include "runtime/huge_pages.h"
 
 namespace tfm {
@@ -50,7 +51,11 @@ class TransformerImpl : public torch::nn::Module {
   /// [B, C] int64, one sorted list per sentence of the state, -1 as padding; see
   /// Shortlist::candidates), with the output matrix as it was stored (model/shortlist_logits.h),
   /// the left-out tokens' estimate corrected by `rest_correction` nats (Shortlist::rest_correction).
-  void restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction = 0);
+  /// `shared_ids` ([F] int64, Shortlist::shared_targets): where the CPU scores shared candidates on
+  /// tiles (model/shortlist_shared.h), those of every list; their rows laid out once per matrix
+  /// and set of ids. Undefined: every list's candidates one list at a time.
+  void restrict_output(DecoderState& state, const torch::Tensor& candidates, double rest_correction = 0,
+                       const torch::Tensor& shared_ids = {});
   /// What restrict_output() needs of the output matrix alone (its rows' moments: a covariance and
   /// its eigenvectors, ~25 ms at 8,000 x 256) computed now, with the weights' preparation, instead
   /// of in the first restricted batch.
@@ -151,6 +156,16 @@ class TransformerImpl : public torch::nn::Module {
     RowMoments moments;
   };
   std::shared_ptr<MomentsCache> moments_cache_ = std::make_shared<MomentsCache>();
+  struct SharedCache {
+    std::mutex mutex;
+    const void* data = nullptr;  // the output matrix's, its version and the ids they were laid out for
+    int64_t version = -1;
+    torch::Tensor ids;
+    std::shared_ptr<const SharedCandidates> shared;
+  };
+  std::shared_ptr<SharedCache> shared_cache_ = std::make_shared<SharedCache>();
+  /// shared_candidates(output_matrix(), ids), laid out once per matrix and ids.
+  std::shared_ptr<const SharedCandidates> output_shared_candidates(const torch::Tensor& ids);
   // Last, so that it is destroyed first: its thread stops before the weights it backs are freed.
   std::unique_ptr<HugePageBacking> huge_pages_;
 };

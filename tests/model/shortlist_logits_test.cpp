@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace tfm {
 namespace {
@@ -167,6 +169,80 @@ TEST(ShortlistLogits, ARowsCandidatesScoreTheSameBitsAloneAsInABatch) {
       }
     }
   }
+}
+
+/// Lists that hold many of `shared`'s ids and some others, as a batch's lists hold a shortlist's
+/// shared targets: [M, C] sorted, then -1; list m of length lengths[m].
+torch::Tensor lists_around(const torch::Tensor& shared, const std::vector<int64_t>& lengths, int64_t vocab,
+                           uint64_t seed) {
+  auto lists = random_lists(lengths, vocab, seed);
+  for (int64_t m = 0; m < lists.size(0); ++m) {
+    // The first half of each list from the shared ids (distinct: a slice of a permutation).
+    const int64_t half = std::min(lengths[m] / 2, shared.numel());
+    const auto some = shared.index_select(0, torch::randperm(shared.numel(), torch::kLong).slice(0, 0, half));
+    auto row = lists[m].slice(0, 0, lengths[m]);
+    auto others = row.masked_select(torch::isin(row, some).logical_not()).slice(0, 0, lengths[m] - half);
+    row.copy_(std::get<0>(torch::cat({some, others}).sort()));
+  }
+  return lists;
+}
+
+/// Shared candidates are scored on AMX tiles only: elsewhere shortlist_columns is never given them.
+bool tiles_here() { return shared_candidates_supported(torch::zeros({2, 32}, torch::kBFloat16)); }
+
+TEST(ShortlistLogits, SharedCandidatesOnTilesScoreWhatTheReferenceDoes) {
+  if (!tiles_here()) GTEST_SKIP() << "this CPU has no AMX-BF16 tiles (or the build no kernels for them)";
+  const int64_t vocab = 3000, dim = 64;
+  // 200 shared ids: three whole blocks of 64 and a part of one.
+  torch::manual_seed(11);
+  const auto shared_ids = torch::randperm(vocab, torch::kLong).slice(0, 0, 200);
+  const auto matrix = (torch::randn({vocab, dim}) * 0.5).to(torch::kBFloat16);
+  const auto shared = shared_candidates(matrix, shared_ids);
+  // 1 row (the blocks split among threads), 4 x 4 (one tile of rows, part empty), and 9 x 7 (four).
+  for (const auto& [lengths, rows_per_list] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{150}, 1}, {{90, 3, 150, 41}, 4}, {{60, 150, 7, 33, 120, 90, 2, 11, 150}, 7}}) {
+    const auto lists = lists_around(shared_ids, lengths, vocab, 12 + rows_per_list);
+    const auto columns = shortlist_columns(matrix, lists, row_moments(matrix), 0, shared);
+    ASSERT_TRUE(columns.shared);
+    const auto hidden = torch::randn({lists.size(0) * rows_per_list, dim}).to(torch::kBFloat16);
+    const auto got = shortlist_logits(hidden, matrix, columns, rows_per_list);
+    expect_matches(torch::cat({got.listed, got.rest.unsqueeze(1)}, 1), reference(hidden, matrix, lists, rows_per_list),
+                   1e-2, std::to_string(lengths.size()) + " lists of " + std::to_string(rows_per_list) + " rows");
+    // The same columns as without shared candidates, up to the order of the sums.
+    const auto plain =
+        shortlist_logits(hidden, matrix, shortlist_columns(matrix, lists, row_moments(matrix)), rows_per_list);
+    EXPECT_TRUE(torch::allclose(got.listed, plain.listed, 1e-4, 1e-4));
+    EXPECT_TRUE(torch::equal(got.rest, plain.rest));
+  }
+}
+
+TEST(ShortlistLogits, SharedCandidatesScoreTheSameBitsAloneAsInABatch) {
+  if (!tiles_here()) GTEST_SKIP() << "this CPU has no AMX-BF16 tiles (or the build no kernels for them)";
+  const int64_t vocab = 5000, dim = 64, rows_per_list = 4;
+  torch::manual_seed(13);
+  const auto shared_ids = torch::randperm(vocab, torch::kLong).slice(0, 0, 300);
+  const auto matrix = torch::randn({vocab, dim}).to(torch::kBFloat16);
+  const auto shared = shared_candidates(matrix, shared_ids);
+  const auto lists = lists_around(shared_ids, {250, 57, 1, 200, 129, 40}, vocab, 14);
+  const auto columns = shortlist_columns(matrix, lists, row_moments(matrix), 0, shared);
+  const auto hidden = torch::randn({lists.size(0) * rows_per_list, dim}).to(torch::kBFloat16);
+  const auto batch = shortlist_logits(hidden, matrix, columns, rows_per_list);
+  for (int64_t m = 0; m < lists.size(0); ++m) {
+    const auto rows = torch::arange(m * rows_per_list, (m + 1) * rows_per_list);
+    const auto alone = shortlist_logits(
+        hidden.index_select(0, rows), matrix,
+        shortlist_columns(matrix, lists.slice(0, m, m + 1), row_moments(matrix), 0, shared), rows_per_list);
+    EXPECT_TRUE(torch::equal(alone.listed, batch.listed.index_select(0, rows))) << "list " << m;
+  }
+  // Lists kept and joined as a running batch keeps and joins them: the same bits again.
+  auto kept = columns;
+  kept.select(torch::tensor({3, 0}));
+  auto joined = shortlist_columns(matrix, lists.slice(0, 5, 6), row_moments(matrix), 0, shared);
+  kept.append(joined);
+  ASSERT_TRUE(kept.shared);
+  const auto rows = torch::cat({torch::arange(12, 16), torch::arange(0, 4), torch::arange(20, 24)});
+  const auto again = shortlist_logits(hidden.index_select(0, rows), matrix, kept, rows_per_list);
+  EXPECT_TRUE(torch::equal(again.listed.slice(1, 0, batch.listed.size(1)), batch.listed.index_select(0, rows)));
 }
 
 TEST(ShortlistLogits, RejectsRowsThatDoNotFitTheLists) {

@@ -207,6 +207,20 @@ TEST(Shortlist, CandidatesAreTheSpecialsTheFrequentAndEachSourceTokensListSorted
   EXPECT_TRUE(torch::equal(alone.squeeze(0), ids[1].slice(0, 0, 7)));
 }
 
+TEST(Shortlist, SharedTargetsAreTheSpecialsTheFrequentThenTheMostListed) {
+  // Vocabulary 12, specials 0-3, frequent 11. Source 4 lists 5, 6, 7; 5 lists 6, 7; 6 lists 7, 8; 7
+  // lists 9: 7 is listed by three tokens, 6 by two, 5, 8 and 9 by one (ties: the lower id).
+  const Shortlist shortlist(12, {11}, {0, 0, 0, 0, 0, 3, 5, 7, 8, 8, 8, 8, 8}, {5, 6, 7, 6, 7, 7, 8, 9});
+  const auto ids = [](const torch::Tensor& t) {
+    return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  };
+  EXPECT_EQ(ids(shortlist.shared_targets(5)), (std::vector<int64_t>{0, 1, 2, 3, 11}));
+  EXPECT_EQ(ids(shortlist.shared_targets(7)), (std::vector<int64_t>{0, 1, 2, 3, 6, 7, 11}));
+  EXPECT_EQ(ids(shortlist.shared_targets(8)), (std::vector<int64_t>{0, 1, 2, 3, 5, 6, 7, 11}));
+  EXPECT_EQ(shortlist.shared_targets(100).numel(), 12);  // never more than the vocabulary
+  EXPECT_EQ(shortlist.shared_targets(0).numel(), 0);
+}
+
 TEST(Shortlist, OneWrittenBeforeCalibrationReadsWithoutACorrection) {
   // The layout files had before the correction: the same four entries, no fifth.
   torch::serialize::OutputArchive archive, stored;
