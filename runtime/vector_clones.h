@@ -67,6 +67,7 @@
 #define TFM_BF16_DOT_TARGET __attribute__((target("arch=x86-64-v4,avx512bf16")))
 #define TFM_VNNI_TARGET __attribute__((target("arch=x86-64-v4,avx512vnni")))
 #define TFM_AVX2_TARGET __attribute__((target("arch=x86-64-v3")))
+#define TFM_AVX512_TARGET __attribute__((target("arch=x86-64-v4")))
 #endif
 
 #include <cstdint>
