@@ -346,20 +346,14 @@ ShortlistLogits checked_logits(const torch::Tensor& hidden, const torch::Tensor&
     const auto projections = rows.mm(columns.spread.basis).contiguous();  // [N, r]
     const RowSpread spread{columns.spread.basis, columns.spread.excess.to(torch::kFloat32).contiguous(),
                            columns.spread.residual};
-    ShortlistColumns lists;
+    ShortlistColumns lists = columns;  // its own and shared tables are made contiguous
     lists.candidates = candidates.contiguous();
     lists.rest_mean = columns.rest_mean.contiguous();
     lists.rest_log_count = columns.rest_log_count.to(torch::kFloat32).contiguous();
     lists.spread = spread;
     // Shared candidates on tiles where their matrix is this one in bfloat16 (shortlist_columns
     // checked its shape); otherwise every column list by list.
-    if (columns.shared && rows.scalar_type() == torch::kBFloat16 && shared_candidates_supported(matrix)) {
-      lists.shared = columns.shared;
-      lists.own_ids = columns.own_ids.contiguous();
-      lists.own_columns = columns.own_columns.contiguous();
-      lists.shared_columns = columns.shared_columns.contiguous();
-      lists.shared_places = columns.shared_places.contiguous();
-    }
+    if (rows.scalar_type() != torch::kBFloat16 || !shared_candidates_supported(matrix)) lists.shared = nullptr;
     const auto floats = rows.options().dtype(torch::kFloat32);
     ShortlistLogits out{torch::empty({rows.size(0), width}, floats), torch::empty({rows.size(0)}, floats)};
     if (rows.scalar_type() == torch::kFloat32) {
