@@ -22,9 +22,4 @@ int64_t bucketed_row_count(int64_t rows);
 /// CPU while bf16 autocast is on there (training's and validation's forward passes).
 bool buckets_product_rows(const torch::Tensor& x);
 
-/// torch::linear(x, weight, bias) computed over x's rows padded with zeros to
-/// bucketed_row_count(rows); the padding's outputs are dropped, so its gradients are zero.
-/// x: [..., in] -> [..., out]
-torch::Tensor linear_over_bucketed_rows(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
-
 }  // namespace tfm

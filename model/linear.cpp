@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "model/bf16_training_linear.h"
 #include "model/bucketed_rows.h"
 #include "model/parameter_init.h"
 #include "runtime/parallel_jobs.h"
@@ -23,10 +24,9 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (prepared_.defined()) return prepared_.linear(x);
+  if (buckets_product_rows(x)) return bf16_training_linear(x, weight, bias);
   // ATen's linear, not the C++ frontend's: for a [B, T, in] input it is one addmm with the bias
-  // in the product, and under autocast the bias is cast with the weight. The frontend's matmul
-  // then += bias added a float bias to the bf16 output in a pass of its own.
-  if (buckets_product_rows(x)) return linear_over_bucketed_rows(x, weight, bias);
+  // in the product. The frontend's matmul then += bias added the bias in a pass of its own.
   return torch::linear(x, weight, bias);
 }
 

@@ -43,7 +43,9 @@ const torch::Tensor& TransformerImpl::output_matrix() const {
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
   if (output_matrix_dropped()) return output_.linear(hidden);  // [.., D] -> [.., V]
-  return torch::matmul(hidden, output_matrix().t());           // [.., D] x [D, V]
+  // Under bf16 training autocast's matmul, not bf16_training_linear: at 8,000 subwords the
+  // [tokens, V] gradient's transpose cost more than the faster product saved (BENCHMARKS.md).
+  return torch::matmul(hidden, output_matrix().t());  // [.., D] x [D, V]
 }
 
 bool TransformerImpl::output_matrix_dropped() const { return output_matrix().numel() == 0; }
