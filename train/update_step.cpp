@@ -64,6 +64,7 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
         [&] {
           const auto loss_of = [&](const Batch& part) {
             AutocastGuard autocast(device_, precision);  // forward in bf16/fp16; backward outside, as autocast wants
+            const UseBf16WeightCopies copies(weight_copies_);
             return teacher_forcing_loss(model_, part.source.to(device_), part.target_in.to(device_),
                                         part.target_out.to(device_), options_.label_smoothing, kPadId);
           };
@@ -98,6 +99,11 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
                              option_name("lr") + ", a longer " + option_name("warmup") + " or " +
                              option_name("clip_norm") + " 1)");
   }
+  step_optimizer(totals, update, budget);
+  return totals;
+}
+
+void UpdateStep::step_optimizer(UpdateTotals& totals, int64_t update, double budget) {
   // The summed loss over all accumulated batches, divided by their target tokens: a per-token
   // gradient however the update is split into batches.
   auto gradients = gradients_of(model_->parameters());
@@ -111,7 +117,7 @@ UpdateTotals UpdateStep::run(BatchPrefetcher& batches, size_t count, int64_t upd
     optimizer_.step();
   }
   optimizer_.zero_grad();
-  return totals;
+  weight_copies_.clear();  // the weights changed
 }
 
 void UpdateStep::all_reduce(UpdateTotals& totals, double& budget) {

@@ -10,6 +10,7 @@
 #include "data/batch_prefetcher.h"
 #include "dist/distributed_group.h"
 #include "dist/gradient_buckets.h"
+#include "model/bf16_weight_copies.h"
 #include "model/transformer.h"
 #include "train/sub_batches.h"
 #include "train/train_options.h"
@@ -39,6 +40,9 @@ class UpdateStep {
   UpdateTotals run(BatchPrefetcher& batches, size_t count, int64_t update, const std::function<double()>& budget_used);
 
  private:
+  /// The optimizer's step from the summed gradients: divided by the update's target tokens,
+  /// clipped, at this update's learning rate (totals.lr is set).
+  void step_optimizer(UpdateTotals& totals, int64_t update, double budget);
   /// Sums this update's loss, token counts and budget over the ranks, and the gradients.
   void all_reduce(UpdateTotals& totals, double& budget);
 
@@ -49,6 +53,7 @@ class UpdateStep {
   DistributedGroup* group_;
   std::unique_ptr<GradientBuckets> buckets_;  // with a group
   std::unique_ptr<SubBatches> sub_batches_;   // with --sub-batches 2 or more (auto: on a CPU with 2+ threads)
+  Bf16WeightCopies weight_copies_;            // one cast of each weight an update, for every sub-batch
 };
 
 }  // namespace tfm
