@@ -1,7 +1,9 @@
 #include "model/cross_entropy_rows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -81,22 +83,59 @@ TFM_LANE_KERNEL((void gradient_rows_of(const c10::BFloat16* logits, c10::BFloat1
                                        GradientInputs in, int64_t begin, int64_t end)),
                 gradient_rows<Lanes>(logits, grad, width, in, begin, end);)
 
-/// reduce_rows() and gradient_rows() row by row: the gradient reads the row the reductions just
-/// brought into cache.
+/// reduce_rows() and then the gradient, row by row, with one exponential per logit where the two
+/// took two: e^(z - max) is kept in `exps` [width] from the normalizer's sum, and the gradient
+/// is e^(z - max) / sum instead of e^(z - lse) (the same value to a float rounding or two; the
+/// exponentials were most of the cost). The reductions are reduce_rows()'s bits.
 template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE void reduce_and_differentiate_rows(const T* logits, T* grad, int64_t width, RowOutputs out,
-                                                     GradientInputs in, int64_t begin, int64_t end) {
+                                                     GradientInputs in, int64_t begin, int64_t end, float* exps) {
   for (int64_t r = begin; r < end; ++r) {
-    reduce_rows<Lanes>(logits, in.target, width, out, r, r + 1);
-    gradient_rows<Lanes>(logits, grad, width, in, r, r + 1);
+    const T* row = logits + r * width;
+    const float max = row_max<Lanes>(row, width);
+    out.target_logit[r] = static_cast<float>(row[in.target[r]]);
+    out.mean_logit[r] = row_sum<Lanes>(row, width) / static_cast<float>(width);
+    if (max == kRowNegInf) {  // no finite logit: as the two passes do
+      out.log_normalizer[r] = kRowNegInf;
+      gradient_rows<Lanes>(logits, grad, width, in, r, r + 1);
+      continue;
+    }
+    Lanes lanes{};
+    int64_t c = 0;
+    for (; c + kVectorLanes <= width; c += kVectorLanes) {
+      const Lanes e = exp_nonpositive(load_lanes<Lanes>(row + c) - max);
+      store_lanes(exps + c, e);
+      lanes += e;
+    }
+    float first = lanes[0];
+    for (; c < width; ++c) {
+      exps[c] = exp_nonpositive(static_cast<float>(row[c]) - max);
+      first += exps[c];
+    }
+    const float sum = sum_in_lane_order(lanes, first);
+    out.log_normalizer[r] = max + std::log(sum);
+    T* to = grad + r * width;
+    const float scale = in.row_scale[r];
+    if (scale == 0.0F) {
+      std::fill(to, to + width, static_cast<T>(0.0F));
+      continue;
+    }
+    const float inverse = 1.0F / sum;
+    for (c = 0; c + kVectorLanes <= width; c += kVectorLanes) {
+      store_lanes(to + c, (load_lanes<Lanes>(exps + c) * inverse - in.smoothing) * scale);
+    }
+    for (; c < width; ++c) to[c] = static_cast<T>((exps[c] * inverse - in.smoothing) * scale);
+    const int64_t y = in.target[r];
+    to[y] = static_cast<T>(((exps[y] * inverse - in.smoothing) + -in.on_target) * scale);
   }
 }
 TFM_LANE_KERNEL((void reduce_and_differentiate_rows_of(const float* logits, float* grad, int64_t width, RowOutputs out,
-                                                       GradientInputs in, int64_t begin, int64_t end)),
-                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end);)
+                                                       GradientInputs in, int64_t begin, int64_t end, float* exps)),
+                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end, exps);)
 TFM_LANE_KERNEL((void reduce_and_differentiate_rows_of(const c10::BFloat16* logits, c10::BFloat16* grad, int64_t width,
-                                                       RowOutputs out, GradientInputs in, int64_t begin, int64_t end)),
-                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end);)
+                                                       RowOutputs out, GradientInputs in, int64_t begin, int64_t end,
+                                                       float* exps)),
+                reduce_and_differentiate_rows<Lanes>(logits, grad, width, out, in, begin, end, exps);)
 
 /// Uninitialized reductions of `count` rows.
 CrossEntropyRows empty_rows(int64_t count) {
@@ -171,11 +210,13 @@ CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, co
                           static_cast<float>(epsilon / static_cast<double>(width)), static_cast<float>(1.0 - epsilon)};
   gradient = torch::empty_like(rows);
   parallel_for(0, count, row_grain(width), [&](int64_t begin, int64_t end) {
+    std::vector<float> exps(static_cast<size_t>(width));  // one row's e^(z - max)
     if (rows.scalar_type() == torch::kFloat32) {
-      reduce_and_differentiate_rows_of(rows.data_ptr<float>(), gradient.data_ptr<float>(), width, out, in, begin, end);
+      reduce_and_differentiate_rows_of(rows.data_ptr<float>(), gradient.data_ptr<float>(), width, out, in, begin, end,
+                                       exps.data());
     } else {
       reduce_and_differentiate_rows_of(rows.data_ptr<c10::BFloat16>(), gradient.data_ptr<c10::BFloat16>(), width, out,
-                                       in, begin, end);
+                                       in, begin, end, exps.data());
     }
   });
   return result;

@@ -27,7 +27,9 @@ torch::Tensor cross_entropy_gradient(const torch::Tensor& logits, const torch::T
 
 /// cross_entropy_rows() and cross_entropy_gradient() at once: each row's gradient is written
 /// right after its reductions, while the row is still in cache, so the logits are read from memory
-/// once instead of once each way. The same bits as the two calls.
+/// once instead of once each way, and from the exponentials the normalizer summed (one per logit
+/// instead of two). The reductions' bits; the gradient's to within a float rounding or two before
+/// it is rounded to the logits' dtype.
 /// -> the reductions; `gradient` becomes [N, V] in the logits' dtype.
 CrossEntropyRows cross_entropy_rows_and_gradient(const torch::Tensor& logits, const torch::Tensor& target,
                                                  const torch::Tensor& row_scale, double epsilon,
