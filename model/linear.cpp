@@ -7,6 +7,7 @@
 #include "model/bf16_training_linear.h"
 #include "model/bucketed_rows.h"
 #include "model/parameter_init.h"
+#include "runtime/kernels.h"
 #include "runtime/parallel_jobs.h"
 
 namespace tfm {
@@ -24,7 +25,7 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (prepared_.defined()) return prepared_.linear(x);
-  if (buckets_product_rows(x)) return bf16_training_linear(x, weight, bias);
+  if (buckets_product_rows(x) && fused_kernels()) return bf16_training_linear(x, weight, bias);
   // ATen's linear, not the C++ frontend's: for a [B, T, in] input it is one addmm with the bias
   // in the product. The frontend's matmul then += bias added the bias in a pass of its own.
   return torch::linear(x, weight, bias);
