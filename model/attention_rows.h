@@ -58,17 +58,9 @@ TFM_ALWAYS_INLINE void softmax_row(float* buffer, int64_t width, c10::BFloat16* 
     if (weights != nullptr) std::fill(weights, weights + width, c10::BFloat16(0.0F));
     return;
   }
-  Lanes sums{};
+  const float inverse = 1.0F / row_exps<Lanes>(buffer, width, max, buffer);
   int64_t j = 0;
   for (; j + kVectorLanes <= width; j += kVectorLanes) {
-    const Lanes e = exp_nonpositive(load_lanes<Lanes>(buffer + j) - max);
-    store_lanes(buffer + j, e);
-    sums += e;
-  }
-  float first = sums[0];
-  for (; j < width; ++j) first += buffer[j] = exp_nonpositive(buffer[j] - max);
-  const float inverse = 1.0F / sum_in_lane_order(sums, first);
-  for (j = 0; j + kVectorLanes <= width; j += kVectorLanes) {
     const Lanes p = load_lanes<Lanes>(buffer + j) * inverse;
     store_lanes(probs + j, p);
     if (weights != nullptr) store_lanes(weights + j, p * load_lanes<Lanes>(noise + j));

@@ -100,19 +100,7 @@ TFM_ALWAYS_INLINE void reduce_and_differentiate_rows(const T* logits, T* grad, i
       gradient_rows<Lanes>(logits, grad, width, in, r, r + 1);
       continue;
     }
-    Lanes lanes{};
-    int64_t c = 0;
-    for (; c + kVectorLanes <= width; c += kVectorLanes) {
-      const Lanes e = exp_nonpositive(load_lanes<Lanes>(row + c) - max);
-      store_lanes(exps + c, e);
-      lanes += e;
-    }
-    float first = lanes[0];
-    for (; c < width; ++c) {
-      exps[c] = exp_nonpositive(static_cast<float>(row[c]) - max);
-      first += exps[c];
-    }
-    const float sum = sum_in_lane_order(lanes, first);
+    const float sum = row_exps<Lanes>(row, width, max, exps);
     out.log_normalizer[r] = max + std::log(sum);
     T* to = grad + r * width;
     const float scale = in.row_scale[r];
@@ -121,7 +109,8 @@ TFM_ALWAYS_INLINE void reduce_and_differentiate_rows(const T* logits, T* grad, i
       continue;
     }
     const float inverse = 1.0F / sum;
-    for (c = 0; c + kVectorLanes <= width; c += kVectorLanes) {
+    int64_t c = 0;
+    for (; c + kVectorLanes <= width; c += kVectorLanes) {
       store_lanes(to + c, (load_lanes<Lanes>(exps + c) * inverse - in.smoothing) * scale);
     }
     for (; c < width; ++c) to[c] = static_cast<T>((exps[c] * inverse - in.smoothing) * scale);

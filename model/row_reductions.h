@@ -46,6 +46,22 @@ TFM_ALWAYS_INLINE float row_exp_sum(const T* row, int64_t width, float max) {
   return sum_in_lane_order(lanes, first);
 }
 
+/// exps[c] = e^(row[c] - max) for max = row_max(row, width) (finite) -> their sum, in the order
+/// row_exp_sum() sums. exps may be row itself (float rows): each value is read before it is written.
+template <typename Lanes, typename T>
+TFM_ALWAYS_INLINE float row_exps(const T* row, int64_t width, float max, float* exps) {
+  Lanes lanes{};
+  int64_t c = 0;
+  for (; c + kVectorLanes <= width; c += kVectorLanes) {
+    const Lanes e = exp_nonpositive(load_lanes<Lanes>(row + c) - max);
+    store_lanes(exps + c, e);
+    lanes += e;
+  }
+  float first = lanes[0];
+  for (; c < width; ++c) first += exps[c] = exp_nonpositive(static_cast<float>(row[c]) - max);
+  return sum_in_lane_order(lanes, first);
+}
+
 /// log sum_c e^row[c], given max = row_max(row, width); -inf for a row of -inf
 template <typename Lanes, typename T>
 TFM_ALWAYS_INLINE float row_log_normalizer(const T* row, int64_t width, float max) {
