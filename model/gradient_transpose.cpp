@@ -1,7 +1,6 @@
 #include "model/gradient_transpose.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <torch/torch.h>
 
@@ -20,7 +19,7 @@ constexpr int64_t kBlock = 32;
 /// Columns one task transposes, a block of rows at a time: 512 bytes of each row.
 constexpr int64_t kStrip = 8 * kBlock;
 
-/// Where one column block's results go; `padded_rows` and `sums` are null when not wanted.
+/// Where one strip of columns' results go; `padded_rows` and `sums` are null when not wanted.
 struct ColumnStrip {
   const uint16_t* g;  // [rows, out]
   int64_t rows, out, padded;
@@ -30,13 +29,6 @@ struct ColumnStrip {
   int64_t first, count;   // columns [first, first + count), count <= kStrip
 };
 
-float bf16_to_float(uint16_t bits) {
-  const uint32_t word = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, sizeof value);
-  return value;
-}
-
 void column_strip_plain(const ColumnStrip& b) {
   float sums[kStrip] = {};
   for (int64_t r = 0; r < b.padded; ++r) {
@@ -44,7 +36,7 @@ void column_strip_plain(const ColumnStrip& b) {
       const uint16_t value = r < b.rows ? b.g[r * b.out + b.first + c] : 0;
       if (b.padded_rows != nullptr) b.padded_rows[r * b.out + b.first + c] = value;
       b.transposed[(b.first + c) * b.padded + r] = value;
-      sums[c] += bf16_to_float(value);
+      sums[c] += static_cast<float>(c10::BFloat16(value, c10::BFloat16::from_bits()));
     }
   }
   if (b.sums != nullptr) std::copy(sums, sums + b.count, b.sums + b.first);
@@ -101,8 +93,8 @@ TFM_AVX512_TARGET void column_strip_avx512(const ColumnStrip& b) {
   const __m512i odd = _mm512_add_epi16(even, _mm512_set1_epi16(1));
   alignas(64) float even_sums[kStrip / 2] = {}, odd_sums[kStrip / 2] = {};  // of columns 0, 2, .. and 1, 3, ..
   // Row blocks outside, the strip's column blocks inside: each row's part of the strip is read in
-  // one run, and the 32-row blocks go to the same kStrip output rows each time (cache lines and
-  // pages stay in reach, where a 32-column strip down every row missed the TLB on every row).
+  // one run, and the 32-row blocks go to the same kStrip output rows each time, whose cache lines
+  // and pages stay in reach.
   for (int64_t r0 = 0; r0 < b.padded; r0 += kBlock) {
     const int64_t block_rows = std::min(kBlock, b.padded - r0);
     const __mmask32 stored = block_rows == kBlock ? ~__mmask32{0} : (__mmask32{1} << block_rows) - 1;
@@ -115,7 +107,7 @@ TFM_AVX512_TARGET void column_strip_avx512(const ColumnStrip& b) {
         const int64_t r = r0 + i;
         v[i] = r < b.rows ? _mm512_maskz_loadu_epi16(columns, b.g + r * b.out + first) : _mm512_setzero_si512();
         // The next row block's line: the rows are read 64 bytes at a time, too little for the
-        // hardware's prefetchers to follow (without this the loads waited on memory most of the time).
+        // hardware's prefetchers to follow.
         if (r + kBlock < b.rows)
           _mm_prefetch(reinterpret_cast<const char*>(b.g + (r + kBlock) * b.out + first), _MM_HINT_T0);
         if (b.sums != nullptr && r < b.rows) {
@@ -167,7 +159,7 @@ PaddedGradient pad_and_transpose_gradient(const torch::Tensor& g, int64_t padded
   result.rows = pad ? torch::empty({padded, out}, g.options()) : g;
   result.transposed = torch::empty({out, padded}, g.options());
   if (column_sums) result.column_sums = torch::empty({out}, g.options().dtype(torch::kFloat32));
-  ColumnStrip block{reinterpret_cast<const uint16_t*>(g.data_ptr<at::BFloat16>()),
+  ColumnStrip whole{reinterpret_cast<const uint16_t*>(g.data_ptr<at::BFloat16>()),
                     rows,
                     out,
                     padded,
@@ -176,12 +168,12 @@ PaddedGradient pad_and_transpose_gradient(const torch::Tensor& g, int64_t padded
                     column_sums ? result.column_sums.data_ptr<float>() : nullptr,
                     0,
                     0};
-  const int64_t blocks = (out + kStrip - 1) / kStrip;
+  const int64_t strips = (out + kStrip - 1) / kStrip;
   // A strip is kStrip x padded values; below ~64k values a thread's start costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(kStrip * padded, 1));
-  parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, strips, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      ColumnStrip mine = block;
+      ColumnStrip mine = whole;
       mine.first = i * kStrip;
       mine.count = std::min(kStrip, out - mine.first);
       column_strip(mine);
