@@ -13,6 +13,7 @@
 #include "app/exit_codes.h"
 #include "app/flag_names.h"
 #include "model/small_rows_product.h"
+#include "runtime/allocator.h"
 #include "runtime/capabilities.h"
 #include "runtime/errors.h"
 #include "runtime/kernels.h"
@@ -20,15 +21,9 @@
 #include "runtime/process_exit.h"
 #include "runtime/threads.h"
 
-// Read by jemalloc when it is linked (and ignored otherwise): keep freed memory instead of
-// returning it to the OS, where re-faulting pages costs ~10 us per 4 KiB on virtual machines
-// and made training steps several times slower (BENCHMARKS.md, allocator comparison). Tensors
-// over 8 MiB come from the ordinary arenas, not a separate one (oversize_threshold:0): with
-// nothing ever returned, that arena's kept pages were not reused well, and the peak was 24%
-// higher in bf16 training and 9-14% in float32 and bf16 decoding (BENCHMARKS.md, "jemalloc's
-// arena for large tensors").
+// jemalloc's options (runtime/allocator.h).
 extern "C" {
-const char* malloc_conf = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0";
+const char* malloc_conf = tfm::kJemallocOptions;
 }
 
 namespace {

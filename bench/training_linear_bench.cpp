@@ -13,8 +13,15 @@
 
 #include "best_ms.h"  // beside this file
 #include "model/bf16_training_linear.h"
+#include "model/bucketed_rows.h"
 #include "model/gradient_transpose.h"
+#include "runtime/allocator.h"
 #include "runtime/precision.h"
+
+// jemalloc (linked as in tfm) with tfm's options: the layers' buffers are reused as in training.
+extern "C" {
+const char* malloc_conf = tfm::kJemallocOptions;
+}
 
 int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 2000;
@@ -51,7 +58,7 @@ int main(int argc, char** argv) {
                                         }) -
                     ms[ours][0];
     }
-    const int64_t padded = rows + rows % 2;
+    const int64_t padded = tfm::bucketed_row_count(rows);  // as the layer pads them
     const double layout = tfm::bench::best_ms(5, [&] { tfm::pad_and_transpose_gradient(g, padded, has_bias); });
     const double copy = tfm::bench::best_ms(5, [&] { g.clone(); });
     std::printf("%-8s %9.3f %9.3f %9.3f %9.3f %9.2f %9.3f %9.3f\n", names[s], ms[0][0], ms[1][0], ms[0][1], ms[1][1],

@@ -2,6 +2,16 @@
 
 namespace tfm {
 
+/// jemalloc's options for tfm and the benchmarks that time what it runs, as `malloc_conf` (read by
+/// jemalloc when it is linked, ignored otherwise): keep freed memory instead of returning it to
+/// the OS, where re-faulting pages costs ~10 us per 4 KiB on virtual machines and made training
+/// steps several times slower (BENCHMARKS.md, allocator comparison). Tensors over 8 MiB come from
+/// the ordinary arenas, not a separate one (oversize_threshold:0): with nothing ever returned,
+/// that arena's kept pages were not reused well, and the peak was 24% higher in bf16 training and
+/// 9-14% in float32 and bf16 decoding (BENCHMARKS.md, "jemalloc's arena for large tensors").
+inline constexpr char kJemallocOptions[] =
+    "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0";
+
 /// tfm links jemalloc with decay off (app/main.cpp): freed memory stays with the process, because
 /// re-faulting pages costs ~10 us per 4 KiB on these virtual machines. That suits decoding a file; a
 /// command that frees a transient peak (e.g. a training checkpoint's optimizer state read while
