@@ -19,14 +19,14 @@ constexpr int64_t kBlock = 32;
 /// Columns one task transposes, a block of rows at a time: 512 bytes of each row.
 constexpr int64_t kStrip = 8 * kBlock;
 
-/// Where one strip of columns' results go; `padded_rows` and `sums` are null when not wanted.
+/// Where one strip of columns' results go; `sums` is null when not wanted.
 struct ColumnStrip {
   const uint16_t* g;  // [rows, out]
   int64_t rows, out, padded;
-  uint16_t* padded_rows;  // [padded, out]
-  uint16_t* transposed;   // [out, padded]
-  float* sums;            // [out]
-  int64_t first, count;   // columns [first, first + count), count <= kStrip
+  uint16_t* transposed;  // [out, padded], rows `stride` apart
+  int64_t stride;
+  float* sums;           // [out]
+  int64_t first, count;  // columns [first, first + count), count <= kStrip
 };
 
 void column_strip_plain(const ColumnStrip& b) {
@@ -34,8 +34,7 @@ void column_strip_plain(const ColumnStrip& b) {
   for (int64_t r = 0; r < b.padded; ++r) {
     for (int64_t c = 0; c < b.count; ++c) {
       const uint16_t value = r < b.rows ? b.g[r * b.out + b.first + c] : 0;
-      if (b.padded_rows != nullptr) b.padded_rows[r * b.out + b.first + c] = value;
-      b.transposed[(b.first + c) * b.padded + r] = value;
+      b.transposed[(b.first + c) * b.stride + r] = value;
       sums[c] += static_cast<float>(c10::BFloat16(value, c10::BFloat16::from_bits()));
     }
   }
@@ -114,9 +113,6 @@ TFM_AVX512_TARGET void column_strip_avx512(const ColumnStrip& b) {
           sum_even = _mm512_add_ps(sum_even, widen_bf16(v[i], false));
           sum_odd = _mm512_add_ps(sum_odd, widen_bf16(v[i], true));
         }
-        if (b.padded_rows != nullptr && r < b.padded) {
-          _mm512_mask_storeu_epi16(b.padded_rows + r * b.out + first, columns, v[i]);
-        }
       }
       if (b.sums != nullptr) {
         _mm512_store_ps(even_sums + c0 / 2, _mm512_add_ps(_mm512_load_ps(even_sums + c0 / 2), sum_even));
@@ -125,10 +121,10 @@ TFM_AVX512_TARGET void column_strip_avx512(const ColumnStrip& b) {
       transpose_16x16_words(v);
       transpose_16x16_words(v + 16);
       for (int64_t k = 0; k < 16; ++k) {
-        uint16_t* column = b.transposed + (first + 2 * k) * b.padded + r0;
+        uint16_t* column = b.transposed + (first + 2 * k) * b.stride + r0;
         if (2 * k < count) _mm512_mask_storeu_epi16(column, stored, _mm512_permutex2var_epi16(v[k], even, v[16 + k]));
         if (2 * k + 1 < count) {
-          _mm512_mask_storeu_epi16(column + b.padded, stored, _mm512_permutex2var_epi16(v[k], odd, v[16 + k]));
+          _mm512_mask_storeu_epi16(column + b.stride, stored, _mm512_permutex2var_epi16(v[k], odd, v[16 + k]));
         }
       }
     }
@@ -147,6 +143,14 @@ void column_strip(const ColumnStrip& b) {
   column_strip_plain(b);
 }
 
+/// The distance between the transpose's rows for `padded` columns: whole 64-byte lines, and an
+/// odd number of them, so that a block's 32 stores (one per row) fall in 32 different sets of
+/// the L1 cache; at a multiple of 4 KiB (bucketed row counts such as 2,048) they shared one set.
+int64_t transposed_stride(int64_t padded) {
+  const int64_t lines = (padded + kBlock - 1) / kBlock;
+  return (lines % 2 == 0 ? lines + 1 : lines) * kBlock;
+}
+
 }  // namespace
 
 PaddedGradient pad_and_transpose_gradient(const torch::Tensor& g, int64_t padded, bool column_sums) {
@@ -157,17 +161,24 @@ PaddedGradient pad_and_transpose_gradient(const torch::Tensor& g, int64_t padded
   PaddedGradient result;
   const bool pad = padded > rows;
   result.rows = pad ? torch::empty({padded, out}, g.options()) : g;
-  result.transposed = torch::empty({out, padded}, g.options());
+  const int64_t stride = transposed_stride(padded);
+  result.transposed = torch::empty({out, stride}, g.options()).narrow(1, 0, padded);
   if (column_sums) result.column_sums = torch::empty({out}, g.options().dtype(torch::kFloat32));
   ColumnStrip whole{reinterpret_cast<const uint16_t*>(g.data_ptr<at::BFloat16>()),
                     rows,
                     out,
                     padded,
-                    pad ? reinterpret_cast<uint16_t*>(result.rows.data_ptr<at::BFloat16>()) : nullptr,
                     reinterpret_cast<uint16_t*>(result.transposed.data_ptr<at::BFloat16>()),
+                    stride,
                     column_sums ? result.column_sums.data_ptr<float>() : nullptr,
                     0,
                     0};
+  if (pad) {
+    // A pass of its own: stored from the strips' loop, the padded rows were slower, their stores
+    // meeting the loads of g's rows at the same offsets modulo 4 KiB (BENCHMARKS.md).
+    result.rows.narrow(0, 0, rows).copy_(g);
+    result.rows.narrow(0, rows, padded - rows).zero_();
+  }
   const int64_t strips = (out + kStrip - 1) / kStrip;
   // A strip is kStrip x padded values; below ~64k values a thread's start costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(kStrip * padded, 1));

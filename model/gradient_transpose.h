@@ -8,7 +8,8 @@ namespace tfm {
 /// An output gradient laid out for a linear layer's two backward products under bf16 training.
 struct PaddedGradient {
   torch::Tensor rows;         // [padded, out] bf16: the gradient, then zero rows (the input gradient's product)
-  torch::Tensor transposed;   // [out, padded] bf16: rows^T (the weight gradient's product)
+  torch::Tensor transposed;   // [out, padded] bf16: rows^T (the weight gradient's product), rows an odd number of
+                              // 64-byte lines apart
   torch::Tensor column_sums;  // [out] float32: the sum of the gradient's rows (the bias gradient), if asked
 };
 

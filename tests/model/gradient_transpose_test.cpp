@@ -24,7 +24,11 @@ TEST(GradientTranspose, PadsTransposesAndSumsColumnsAsATenDoes) {
     const PaddedGradient result = pad_and_transpose_gradient(g, padded, /*column_sums=*/true);
     SCOPED_TRACE(::testing::Message() << rows << " rows padded to " << padded << ", " << out << " columns");
     EXPECT_TENSOR_NEAR(result.rows, expected_rows, 0.0);
-    EXPECT_TRUE(result.transposed.is_contiguous());
+    // Unit columns; rows whole 64-byte lines apart, an odd number of them (never a multiple of 4 KiB).
+    EXPECT_EQ(result.transposed.stride(1), 1);
+    EXPECT_EQ(result.transposed.stride(0) * 2 % 64, 0);
+    EXPECT_EQ(result.transposed.stride(0) * 2 / 64 % 2, 1);
+    EXPECT_GE(result.transposed.stride(0), padded);
     EXPECT_TENSOR_NEAR(result.transposed, expected_rows.t(), 0.0);
     ASSERT_EQ(result.column_sums.scalar_type(), torch::kFloat32);
     // Float sums of at most 100 values near 1 in two orders: far below one bf16 step.
