@@ -16,21 +16,14 @@ namespace {
 
 using BFloat16 = c10::BFloat16;
 
-/// v rounded to bfloat16 and widened back, as a bfloat16 op's result is before a float op reads it.
-template <typename Lanes>
-TFM_ALWAYS_INLINE Lanes rounded(Lanes v) {
-  BFloat16 held[kVectorLanes];
-  store_lanes(held, v);
-  return load_lanes<Lanes>(held);
-}
-
 /// out[i] = x[i] + bf16(sub[i] * noise[i]); i in [begin, end).
 template <typename Lanes>
 TFM_ALWAYS_INLINE void forward_range(const float* x, const BFloat16* sub, const BFloat16* noise, float* out,
                                      int64_t begin, int64_t end) {
   int64_t i = begin;
   for (; i + kVectorLanes <= end; i += kVectorLanes) {
-    store_lanes(out + i, load_lanes<Lanes>(x + i) + rounded(load_lanes<Lanes>(sub + i) * load_lanes<Lanes>(noise + i)));
+    store_lanes(out + i, load_lanes<Lanes>(x + i) +
+                             rounded_to_bfloat16(load_lanes<Lanes>(sub + i) * load_lanes<Lanes>(noise + i)));
   }
   for (; i < end; ++i) {
     out[i] = x[i] + static_cast<float>(BFloat16(static_cast<float>(sub[i]) * static_cast<float>(noise[i])));
@@ -43,7 +36,7 @@ TFM_ALWAYS_INLINE void backward_range(const float* grad, const BFloat16* noise, 
                                       int64_t end) {
   int64_t i = begin;
   for (; i + kVectorLanes <= end; i += kVectorLanes) {
-    store_lanes(grad_sub + i, rounded(load_lanes<Lanes>(grad + i)) * load_lanes<Lanes>(noise + i));
+    store_lanes(grad_sub + i, rounded_to_bfloat16(load_lanes<Lanes>(grad + i)) * load_lanes<Lanes>(noise + i));
   }
   for (; i < end; ++i) {
     grad_sub[i] = BFloat16(static_cast<float>(BFloat16(grad[i])) * static_cast<float>(noise[i]));

@@ -255,6 +255,14 @@ TFM_ALWAYS_INLINE void store_lanes(T* p, QuarterLanes v) {
   for (int i = 0; i < 4; ++i) store_floats(p + 4 * i, v.q[i]);
 }
 
+/// v rounded to bfloat16 and widened back, as a bfloat16 op's result is before a float op reads it.
+template <typename Lanes>
+TFM_ALWAYS_INLINE Lanes rounded_to_bfloat16(Lanes v) {
+  c10::BFloat16 held[kVectorLanes];
+  store_lanes(held, v);
+  return load_lanes<Lanes>(held);
+}
+
 TFM_ALWAYS_INLINE WideLanes max_lanes(WideLanes a, WideLanes b) { return {a.v > b.v ? a.v : b.v}; }
 TFM_ALWAYS_INLINE FloatHalf max_half(FloatHalf a, FloatHalf b) { return a > b ? a : b; }
 TFM_ALWAYS_INLINE SplitLanes max_lanes(SplitLanes a, SplitLanes b) {
