@@ -10,6 +10,7 @@
 #include "model/layer_norm_rows.h"
 #include "model/model_config.h"
 #include "model/residual_dropout.h"
+#include "model/residual_dropout_layer_norm.h"
 
 namespace tfm {
 
@@ -23,7 +24,7 @@ torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, const
   }
   // At inference the sum is written over the sub-layer's fresh output, and normalized there.
   if (!training) return residual_layer_norm_rows(norm, x, sublayer(x));
-  return layer_norm_rows(norm, residual_dropout(x, sublayer(x), config.dropout, training));
+  return residual_dropout_layer_norm(norm, x, sublayer(x), config.dropout, training);
 }
 
 /// §3.1: one encoder layer, self-attention then feed-forward.
