@@ -105,9 +105,9 @@ class TransformerImpl : public torch::nn::Module {
   /// restrict_output() (a shortlist reads the table) nor training can follow. Returns whether it
   /// did so.
   bool embed_from_output_layer();
-  /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (0 where Linux cannot),
-  /// once that work has ended: waits for it.
-  int64_t huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : 0; }
+  /// Bytes of the packed weights in 2 MiB pages since pack_for_inference() (none where Linux
+  /// cannot), once that work has ended: waits for it.
+  HugePageBytes huge_page_bytes() const { return huge_pages_ ? huge_pages_->wait() : HugePageBytes{}; }
   /// CPU inference with int8 weights (float32 model): every linear layer and the output matrix
   /// quantized once, one scale per row (model/int8_weight.h). Call before pack_for_inference(),
   /// which then leaves them as they are. FloatWeights as in pack_for_inference(). The output

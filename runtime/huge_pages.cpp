@@ -3,6 +3,7 @@
 #include "runtime/busy_scope.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
 #if defined(__linux__)
@@ -21,30 +22,42 @@ constexpr uintptr_t kLargestGap = uintptr_t{4} << 20;  // between ranges taken a
 #define MADV_COLLAPSE 25  // Linux 6.1's value; older headers lack it, older kernels answer EINVAL
 #endif
 
+constexpr int kTriesWhileBusy = 8;  // EAGAIN: a page locked or off the LRU for the moment
+
+/// Collapses one 2 MiB page: 0, or the errno of the kernel's last refusal.
+int collapse_page(uintptr_t page) {
+  for (int attempt = 0;; ++attempt) {
+    if (madvise(reinterpret_cast<void*>(page), kHugePage, MADV_COLLAPSE) == 0) return 0;
+    if (errno != EAGAIN || attempt + 1 == kTriesWhileBusy) return errno;
+    sched_yield();
+  }
+}
+
 /// Collapses the 2 MiB pages wholly inside [begin, end) one at a time, so that a page the kernel
-/// refuses (not mapped, no memory) leaves the others collapsed; the bytes collapsed.
-int64_t collapse_pages(uintptr_t begin, uintptr_t end, const std::function<bool()>& before_page) {
-  int64_t collapsed = 0;
+/// refuses (not mapped, no memory) leaves the others collapsed.
+void collapse_pages(uintptr_t begin, uintptr_t end, const std::function<bool()>& before_page, HugePageBytes& bytes) {
   for (uintptr_t page = (begin + kHugePage - 1) / kHugePage * kHugePage; page + kHugePage <= end; page += kHugePage) {
     if (before_page && !before_page()) break;
-    if (madvise(reinterpret_cast<void*>(page), kHugePage, MADV_COLLAPSE) == 0) {
-      collapsed += static_cast<int64_t>(kHugePage);
+    const int refusal = collapse_page(page);
+    if (refusal == 0) {
+      bytes.backed += static_cast<int64_t>(kHugePage);
+    } else if (refusal == ENOMEM || refusal == EBUSY) {  // no free 2 MiB page; the cgroup's limit
+      bytes.lacking_memory += static_cast<int64_t>(kHugePage);
     }
   }
-  return collapsed;
 }
 #else
-int64_t collapse_pages(uintptr_t, uintptr_t, const std::function<bool()>&) { return 0; }
+void collapse_pages(uintptr_t, uintptr_t, const std::function<bool()>&, HugePageBytes&) {}
 #endif
 
 }  // namespace
 
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page) {
+HugePageBytes back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page) {
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const MemoryRange& r) { return r.data == nullptr || r.size <= 0; }),
                ranges.end());
   std::sort(ranges.begin(), ranges.end(), [](const MemoryRange& a, const MemoryRange& b) { return a.data < b.data; });
-  int64_t collapsed = 0;
+  HugePageBytes bytes;
   for (size_t first = 0; first < ranges.size();) {
     const auto begin = reinterpret_cast<uintptr_t>(ranges[first].data);
     uintptr_t end = begin + static_cast<uintptr_t>(ranges[first].size);
@@ -52,10 +65,10 @@ int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::functio
     for (; next < ranges.size() && reinterpret_cast<uintptr_t>(ranges[next].data) <= end + kLargestGap; ++next) {
       end = std::max(end, reinterpret_cast<uintptr_t>(ranges[next].data) + static_cast<uintptr_t>(ranges[next].size));
     }
-    collapsed += collapse_pages(begin, end, before_page);
+    collapse_pages(begin, end, before_page, bytes);
     first = next;
   }
-  return collapsed;
+  return bytes;
 }
 
 HugePageBacking::HugePageBacking(std::vector<MemoryRange> ranges, std::chrono::milliseconds delay)
@@ -103,7 +116,7 @@ void HugePageBacking::wake(bool stop) {
   woken_changed_.notify_all();
 }
 
-int64_t HugePageBacking::wait() {
+HugePageBytes HugePageBacking::wait() {
   wake(/*stop=*/false);
   const std::lock_guard<std::mutex> lock(join_mutex_);  // one joins; the others wait for it here
   if (worker_.joinable()) worker_.join();

@@ -16,6 +16,15 @@ struct MemoryRange {
   int64_t size = 0;
 };
 
+/// What back_with_huge_pages did with the whole 2 MiB pages it asked for.
+struct HugePageBytes {
+  int64_t backed = 0;  // now in 2 MiB pages
+  /// In pages the kernel had no 2 MiB page for at the time (ENOMEM, or the memory cgroup's limit:
+  /// other processes held the memory), left as they were.
+  int64_t lacking_memory = 0;
+  int64_t asked() const { return backed + lacking_memory; }
+};
+
 /// Backs the memory of `ranges` with 2 MiB pages now (Linux's MADV_COLLAPSE, 6.1 on), where
 /// whole aligned 2 MiB pages lie inside them. Ranges closer than 4 MiB are taken as one span:
 /// a model's weights lie side by side in the heap with a few freed blocks between them, which
@@ -23,11 +32,12 @@ struct MemoryRange {
 /// At batch 1 a decoding step streams every weight once, ~19 MB at the small size: through 4 KiB
 /// pages that is ~4,700 address translations a step, more than the CPU's translation cache
 /// holds, and each one missed costs a page walk (two-level under a hypervisor). Returns the bytes
-/// now in 2 MiB pages; 0 where the kernel cannot (older than 6.1, or transparent huge pages off),
-/// which leaves the memory as it was.
+/// now in 2 MiB pages and those the kernel had no memory for; none where the kernel cannot (older
+/// than 6.1, or transparent huge pages off), which leaves the memory as it was. A page the kernel
+/// finds busy for the moment (EAGAIN) is asked for again.
 /// `before_page`, where given, is asked before each 2 MiB page and ends the work when it answers
 /// false.
-int64_t back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page = {});
+HugePageBytes back_with_huge_pages(std::vector<MemoryRange> ranges, const std::function<bool()>& before_page = {});
 
 /// back_with_huge_pages on a thread of its own, begun `delay` after construction, so that whoever
 /// prepared the memory goes on (reading it meanwhile is safe: the kernel swaps each page under its
@@ -49,9 +59,9 @@ class HugePageBacking {
   /// How long the process must have been quiet before each page.
   static constexpr std::chrono::milliseconds kQuietBeforePage{200};
 
-  /// Begins the work now if it is still waiting, busy or not, and waits for it to end: the bytes
-  /// now in 2 MiB pages. Any thread may call it.
-  int64_t wait();
+  /// Begins the work now if it is still waiting, busy or not, and waits for it to end: what it
+  /// did. Any thread may call it.
+  HugePageBytes wait();
   /// Whether the work waits for the process to be quiet before its next page.
   bool waiting_for_quiet() const { return waiting_for_quiet_; }
 
@@ -67,7 +77,7 @@ class HugePageBacking {
   bool woken_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> waiting_for_quiet_{false};
-  int64_t bytes_ = 0;
+  HugePageBytes bytes_;
   std::thread worker_;
 };
 

@@ -2,6 +2,7 @@
 // Shared by the tests of runtime/huge_pages.h and of the model's weights in 2 MiB pages.
 #include <sys/utsname.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -20,6 +21,13 @@ inline std::string why_memory_cannot_collapse() {
   std::getline(enabled, setting);
   if (setting.empty() || setting.find("[never]") != std::string::npos) return "transparent huge pages are off";
   return "";
+}
+
+/// What a test says when the kernel had no free 2 MiB page for part of what it asked: other
+/// processes held the memory, which is the machine's state, not a fault of the code under test.
+inline std::string lacking_memory_note(int64_t bytes) {
+  return "note: the kernel had no free 2 MiB page for " + std::to_string(bytes >> 20) +
+         " MiB (memory held by other processes); those pages were checked as asked for, not as backed";
 }
 
 }  // namespace tfm::testing
